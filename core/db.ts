@@ -1,0 +1,165 @@
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import type { DatabaseConfig } from './config.js';
+
+/**
+ * A named, parameterized statement. The name is prepended as a comment so every query can be
+ * found in the database logs and pg_stat_statements, and doubles as the prepared-statement name.
+ */
+export interface NamedQuery {
+  readonly name: string;
+  readonly text: string;
+}
+
+export function sql(name: string, text: string): NamedQuery {
+  return { name, text: `/* ${name} */ ${text.trim()}` };
+}
+
+export interface Queryable {
+  many<R>(query: NamedQuery, params?: readonly unknown[]): Promise<R[]>;
+  one<R>(query: NamedQuery, params?: readonly unknown[]): Promise<R | undefined>;
+}
+
+export interface Database extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+  /** Runs fn in one transaction: committed when fn resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** Multi-statement script without parameters (migrations only). */
+  script(text: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Transaction extends Queryable {
+  /** Multi-statement script without parameters, inside this transaction (migrations only). */
+  script(text: string): Promise<void>;
+  /** Runs fn inside a savepoint; a failure rolls back only what fn did and is returned, not thrown. */
+  savepoint<T>(name: string, fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }>;
+}
+
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const e = error as { code?: string; constraint?: string } | undefined;
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}
+
+// int8 and numeric arrive as strings by default; every value we store fits a double exactly.
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+const toNumber = (v: string) => Number(v);
+
+function savepointOn(q: Queryable): Transaction['savepoint'] {
+  return async (name, fn) => {
+    const safe = name.replace(/[^a-z_]/g, '');
+    await q.many(sql(`savepoint.${safe}`, `SAVEPOINT ${safe}`));
+    try {
+      const value = await fn();
+      await q.many(sql(`savepoint.release.${safe}`, `RELEASE SAVEPOINT ${safe}`));
+      return { ok: true as const, value };
+    } catch (error) {
+      await q.many(sql(`savepoint.rollback.${safe}`, `ROLLBACK TO SAVEPOINT ${safe}`));
+      return { ok: false as const, error };
+    }
+  };
+}
+
+class PgliteDatabase implements Database {
+  readonly kind = 'pglite' as const;
+  constructor(private readonly pglite: PGlite) {}
+
+  async many<R>(query: NamedQuery, params: readonly unknown[] = []): Promise<R[]> {
+    const res = await this.pglite.query<R>(query.text, params as unknown[]);
+    return res.rows;
+  }
+
+  async one<R>(query: NamedQuery, params: readonly unknown[] = []): Promise<R | undefined> {
+    return (await this.many<R>(query, params))[0];
+  }
+
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.pglite.transaction(async (ptx) => {
+      const q: Queryable = {
+        many: async <R>(query: NamedQuery, params: readonly unknown[] = []) =>
+          (await ptx.query<R>(query.text, params as unknown[])).rows,
+        one: async <R>(query: NamedQuery, params: readonly unknown[] = []) =>
+          (await ptx.query<R>(query.text, params as unknown[])).rows[0],
+      };
+      return fn({ ...q, savepoint: savepointOn(q), script: async (text) => void (await ptx.exec(text)) });
+    });
+  }
+
+  async script(text: string): Promise<void> {
+    await this.pglite.exec(text);
+  }
+
+  async close(): Promise<void> {
+    await this.pglite.close();
+  }
+}
+
+class PostgresDatabase implements Database {
+  readonly kind = 'postgres' as const;
+  constructor(private readonly pool: pg.Pool) {}
+
+  private static run<R>(client: pg.Pool | pg.PoolClient, query: NamedQuery, params: readonly unknown[]) {
+    // Named statements are prepared once per connection and reused.
+    return client.query<R & pg.QueryResultRow>({ name: query.name, text: query.text, values: params as unknown[] });
+  }
+
+  async many<R>(query: NamedQuery, params: readonly unknown[] = []): Promise<R[]> {
+    return (await PostgresDatabase.run<R>(this.pool, query, params)).rows;
+  }
+
+  async one<R>(query: NamedQuery, params: readonly unknown[] = []): Promise<R | undefined> {
+    return (await this.many<R>(query, params))[0];
+  }
+
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    const q: Queryable = {
+      many: async <R>(query: NamedQuery, params: readonly unknown[] = []) =>
+        (await PostgresDatabase.run<R>(client, query, params)).rows,
+      one: async <R>(query: NamedQuery, params: readonly unknown[] = []) =>
+        (await PostgresDatabase.run<R>(client, query, params)).rows[0],
+    };
+    try {
+      await client.query('BEGIN');
+      const result = await fn({ ...q, savepoint: savepointOn(q), script: async (text) => void (await client.query(text)) });
+      await client.query('COMMIT');
+      client.release();
+      return result;
+    } catch (error) {
+      try {
+        await client.query('ROLLBACK');
+        client.release();
+      } catch (rollbackError) {
+        // A connection that cannot roll back is broken: destroy it rather than return it to the pool.
+        client.release(rollbackError as Error);
+      }
+      throw error;
+    }
+  }
+
+  async script(text: string): Promise<void> {
+    await this.pool.query(text);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+export async function openDatabase(config: DatabaseConfig): Promise<Database> {
+  if (config.kind === 'pglite') {
+    const pglite = await PGlite.create(config.dataDir, {
+      parsers: { [INT8_OID]: toNumber, [NUMERIC_OID]: toNumber },
+    });
+    return new PgliteDatabase(pglite);
+  }
+  const types = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === INT8_OID || oid === NUMERIC_OID ? toNumber : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
+  const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types });
+  // An idle client that errors (server restart) must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  return new PostgresDatabase(pool);
+}

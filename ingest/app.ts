@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import type { TrackingConfig } from '../core/config.js';
+import type { Database } from '../core/db.js';
+import { rotationWarnings } from './http/auth.js';
+import { registerErrorHandling } from './http/errors.js';
+import type { RateLimitStore } from './http/rate-limit.js';
+import { managementRoutes } from './routes/management.js';
+import { readinessRoutes } from './routes/readiness.js';
+import { trackRoutes } from './routes/track.js';
+
+export interface AppDeps {
+  db: Database;
+  rateLimits: RateLimitStore;
+  logger: Logger;
+  trustProxy: boolean;
+  tracking: TrackingConfig;
+}
+
+const MANAGEMENT_BODY_LIMIT = 64 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the HTTP service; the entry point only wires config, listens and handles signals. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    trustProxy: deps.trustProxy,
+    bodyLimit: MANAGEMENT_BODY_LIMIT,
+    // A caller's own X-Request-ID is kept when it is a plain token; otherwise we mint one.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(app);
+
+  // JSON, and text/plain carrying JSON (what navigator.sendBeacon sends without a preflight).
+  // __proto__ and constructor.prototype keys are refused by the parser.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'string' }, (request, payload, done) => {
+    if (payload === '') return done(null, {});
+    parseJson(request, payload as string, done);
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-ID', request.id);
+  });
+  // A body-less POST validates as an empty object, so it gets the field's own "is required" message.
+  app.addHook('preValidation', async (request: FastifyRequest) => {
+    if (request.body === undefined && (request.method === 'POST' || request.method === 'PATCH')) request.body = {};
+  });
+  app.addHook('onSend', rotationWarnings);
+
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'Affiliate tracking service',
+        version: '1.0.0',
+        description:
+          'Tracking (click, lead, sale, refund), readiness and program management. A program key marked for rotation ' +
+          'adds Deprecation, Sunset and Link headers and a top-level warnings array to every response.',
+      },
+      components: {
+        securitySchemes: {
+          programKey: { type: 'http', scheme: 'bearer', description: 'Program API key (aff_...)' },
+          dashboardSession: { type: 'http', scheme: 'bearer', description: 'Dashboard session token' },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  const { db, rateLimits } = deps;
+  const { docsBaseUrl, platformFeeBps } = deps.tracking;
+  await app.register(
+    async (scope) => {
+      scope.register(trackRoutes, { prefix: '/track', db, rateLimits, platformFeeBps, docsBaseUrl });
+      scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, docsBaseUrl });
+    },
+    { prefix: '/api/v1' },
+  );
+  await app.register(managementRoutes, { prefix: '/api/tracking', db });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  return app;
+}

@@ -1,0 +1,45 @@
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { sql, type Database } from '../core/db.js';
+import { issueProgramKey } from './domain/api-keys.js';
+import { createPartner, createProgram } from './domain/programs.js';
+import { addMember, createSession, createWorkspace } from './domain/workspaces.js';
+
+export interface DemoCredentials {
+  programId: number;
+  apiKey: string;
+  affCode: string;
+  dashboardToken: string;
+}
+
+const anyWorkspace = sql('demo.any_workspace', `SELECT 1 AS found FROM workspaces LIMIT 1`);
+
+/**
+ * On a fresh data directory: a demo workspace, owner session, program, key, partner and link, so
+ * a new user can call the API with curl at once. The keys are written to
+ * <dataDir>/demo-credentials.json (the only place the full key is kept: the database has its hash).
+ */
+export async function ensureDemo(db: Database, dataDir: string, siteOrigin: string): Promise<DemoCredentials | undefined> {
+  const file = join(dataDir, 'demo-credentials.json');
+  if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as DemoCredentials;
+  if (await db.one(anyWorkspace)) return undefined; // not fresh: never seed beside real data
+  const workspaceId = await createWorkspace(db, 'Demo workspace');
+  const ownerId = await addMember(db, workspaceId, 'owner@demo.example', 'owner', 'Demo owner');
+  const dashboardToken = await createSession(db, ownerId);
+  const program = await createProgram(db, workspaceId, {
+    name: 'Demo program',
+    domain: 'shop.demo.example',
+    commission_type: 'percent',
+    commission_rate: 20,
+    attribution_window_days: 60,
+    lead_auth: 'server_required',
+    paymentTrackingMode: 's2s',
+    allowed_origins: [siteOrigin],
+  });
+  const { apiKey } = await issueProgramKey(db, program.id);
+  const partner = await createPartner(db, program.id, { name: 'Demo partner', email: 'partner@demo.example', affCode: 'demo-partner' });
+  const credentials = { programId: program.id, apiKey, affCode: partner.affCode, dashboardToken };
+  await writeFile(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  return credentials;
+}

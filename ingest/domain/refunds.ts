@@ -1,0 +1,102 @@
+import { sql, type Database } from '../../core/db.js';
+import { notFound } from '../http/errors.js';
+import { M } from '../http/messages.js';
+import { appendEvents, type OutboxEvent } from './outbox.js';
+import { commissionEvent, feeEvent, type CommissionRow, type SaleRow } from './sales.js';
+
+export type RefundReason = 'refund' | 'chargeback';
+
+export interface RefundInput {
+  programId: number;
+  transactionId: string;
+  reason: RefundReason;
+  refundReason: string | undefined;
+}
+
+export interface RefundOutcome {
+  refundId: string;
+  saleId: string;
+  transactionId: string;
+  reason: RefundReason;
+  saleStatus: SaleRow['status'];
+  commissionReversed: boolean;
+  createdAt: Date;
+  /** False when the sale had been refunded already: nothing new was recorded. */
+  recorded: boolean;
+}
+
+const q = {
+  sale: sql(
+    'refunds.sale_for_update',
+    `SELECT id, program_id, status, test FROM sale_events WHERE transaction_id = $1 AND program_id = $2 FOR UPDATE`,
+  ),
+  existing: sql(
+    'refunds.by_sale',
+    `SELECT r.id, r.reason, r.created_at, EXISTS (SELECT 1 FROM commissions c WHERE c.sale_id = r.sale_id AND c.status = 'reversed') AS reversed
+       FROM refunds r WHERE r.sale_id = $1`,
+  ),
+  insert: sql(
+    'refunds.insert',
+    `INSERT INTO refunds (sale_id, program_id, reason, refund_reason) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
+  ),
+  saleStatus: sql(
+    'sales.set_status',
+    `UPDATE sale_events SET status = $2, updated_at = now() WHERE id = $1 RETURNING updated_at`,
+  ),
+  reverseCommission: sql(
+    'commissions.reverse',
+    `UPDATE commissions SET status = 'reversed', reversed_at = now() WHERE sale_id = $1 AND status = 'pending'
+     RETURNING id, sale_id, program_id, partner_id, amount_cents, currency, status, created_at, reversed_at`,
+  ),
+  reverseFee: sql(
+    'platform_fees.reverse',
+    `UPDATE platform_fees SET status = 'reversed', reversed_at = now() WHERE sale_id = $1 AND status = 'charged'
+     RETURNING id, amount_cents, created_at`,
+  ),
+};
+
+/** A full refund or chargeback of a recorded sale: the sale changes status, its commission and fee are reversed. */
+export async function recordRefund(db: Database, input: RefundInput): Promise<RefundOutcome> {
+  return db.transaction(async (tx) => {
+    const sale = await tx.one<{ id: string; program_id: number; status: SaleRow['status']; test: boolean }>(q.sale, [
+      input.transactionId,
+      input.programId,
+    ]);
+    if (!sale) throw notFound(M.refund.saleNotFound);
+    const base = { saleId: sale.id, transactionId: input.transactionId };
+    if (sale.status !== 'paid') {
+      // Refunds are idempotent: the first one stands.
+      const prior = (await tx.one<{ id: string; reason: RefundReason; created_at: Date; reversed: boolean }>(q.existing, [sale.id]))!;
+      return { ...base, refundId: prior.id, reason: prior.reason, saleStatus: sale.status, commissionReversed: prior.reversed, createdAt: prior.created_at, recorded: false };
+    }
+    const refund = (await tx.one<{ id: string; created_at: Date }>(q.insert, [sale.id, sale.program_id, input.reason, input.refundReason ?? null]))!;
+    const saleStatus = input.reason === 'refund' ? 'refunded' : 'chargeback';
+    await tx.many(q.saleStatus, [sale.id, saleStatus]);
+    const commission = await tx.one<CommissionRow & { reversed_at: Date }>(q.reverseCommission, [sale.id]);
+    const events: OutboxEvent[] = [
+      {
+        type: 'sale.status_changed',
+        key: `sale:${sale.id}`,
+        programId: sale.program_id,
+        test: sale.test,
+        occurredAt: refund.created_at,
+        payload: {
+          sale_id: sale.id,
+          transaction_id: input.transactionId,
+          program_id: sale.program_id,
+          status: saleStatus,
+          reason: input.reason,
+          refund_id: refund.id,
+          changed_at: refund.created_at,
+        },
+      },
+    ];
+    if (commission) {
+      events.push(commissionEvent('commission.reversed', commission, commission.reversed_at));
+      const fee = await tx.one<{ id: string; amount_cents: number; created_at: Date }>(q.reverseFee, [sale.id]);
+      if (fee) events.push(feeEvent('platform_fee.reversed', commission, fee, commission.reversed_at));
+    }
+    await appendEvents(tx, events);
+    return { ...base, refundId: refund.id, reason: input.reason, saleStatus, commissionReversed: commission !== undefined, createdAt: refund.created_at, recorded: true };
+  });
+}

@@ -1,0 +1,122 @@
+/**
+ * Every message the interface spec fixes, word for word, and the few the spec leaves open
+ * (marked "ours", recorded in docs/decisions.md). Handlers never spell a message themselves.
+ */
+
+export const CURRENCIES = ['USD', 'EUR', 'VND'] as const;
+export type Currency = (typeof CURRENCIES)[number];
+
+/** The allowed `provider` values: the spec leaves the list open (docs/decisions.md). */
+export const PROVIDERS = ['processor', 'paddle', 'paypal', 'chargebee', 'braintree', 'adyen', 'manual', 'other'] as const;
+
+export const M = {
+  click: {
+    urlRequired: 'affiliate_url is required',
+    urlInvalid: 'Invalid affiliate_url',
+    noAff: 'No aff parameter found in affiliate_url',
+    linkNotFound: 'Referral link not found',
+    linkMisconfigured: 'Invalid referral link configuration',
+    linkDisabled: 'This referral link is disabled', // ours
+    linkDisabledHint: 'The partner or the brand turned this referral link off. No click was recorded.', // ours
+    failed: 'Click tracking failed',
+  },
+  lead: {
+    idRequired: 'click_id or customer_key is required',
+    customerNotFound: 'Customer not found. Provide a valid click_id or customer_key.',
+    otherProgram: 'Customer does not belong to this program',
+    statusLocked: (status: string) => `Customer status cannot be updated to lead. Current status: ${status}`,
+    customerKeyTaken: 'customer_key is already used by another customer in this program', // ours
+    failed: 'Lead tracking failed',
+  },
+  sale: {
+    transactionId: 'transaction_id is required and must be a string',
+    amount: 'amount_cents is required and must be a positive integer',
+    occurredAt: 'occurred_at must be an ISO 8601 time within the last 30 days',
+    provider: `provider must be one of: ${PROVIDERS.join(', ')}`,
+    providerPaymentId: 'provider_payment_id must be a string of 1 to 255 characters',
+    livemode: 'livemode must be a boolean',
+    currency: (value: string) => `currency ${value} is not supported`,
+    customerNotFound: 'Customer not found. Provide customer_key or click_id.',
+    otherProgram: 'No affiliate attribution found for this customer in this program',
+    noJunction: 'No partner-program relationship found for this customer',
+    partnerIdRequired: 'partnerId required to create commission',
+    outsideWindow: 'Click is older than the attribution window for this customer; sale not attributed', // ours
+    duplicate: 'Duplicate transaction_id. This sale has already been recorded.',
+    commissionFailed: 'Failed to create commission',
+    failed: 'Sale tracking failed',
+  },
+  refund: {
+    transactionId: 'transaction_id is required',
+    reason: 'reason must be refund or chargeback',
+    refundReason: 'refund_reason must be a string of at most 1000 characters', // ours
+    saleNotFound: 'Sale not found for transaction_id',
+    failed: 'Refund tracking failed',
+  },
+  programIdMismatch: 'program_id does not match the API key',
+  auth: {
+    malformed: 'Missing or malformed Authorization header. Expected: Bearer <token>',
+    missing: 'Missing API token',
+    invalid: 'Invalid API token',
+  },
+  readiness: {
+    malformed: 'Missing or malformed Authorization header. Expected: Bearer <api_token>.',
+    missing: 'Missing API token.',
+    invalid: 'Invalid API token.',
+    failed: 'Failed to compute readiness. Retry shortly.',
+    retryAfterSeconds: 10,
+  },
+  rotation: {
+    code: 'api_key_rotation_required',
+    warning: (rotateBy: string) =>
+      `This API key is scheduled for rotation and stops working at ${rotateBy}.`, // ours
+    retired: 'This API key was retired after its rotation deadline.', // ours
+    hint: 'A workspace owner can regenerate the key in the dashboard program settings, then update your server.', // ours
+  },
+  rateLimited: 'Too many requests. Retry after the time given in Retry-After.', // ours
+  body: {
+    notObject: 'Request body must be a JSON object', // ours
+    invalidJson: 'Request body is not valid JSON', // ours
+    tooLarge: 'Request body is too large', // ours
+    mediaType: 'Content-Type must be application/json', // ours
+    unknownField: (keys: string[]) => `Unknown field${keys.length > 1 ? 's' : ''}: ${keys.join(', ')}`, // ours
+  },
+  origin: {
+    notAllowed: 'Origin is not on the allowed-origin list of this program', // ours
+  },
+  management: {
+    sessionRequired: 'A dashboard session is required', // ours
+    forbidden: 'You are not a member of the workspace that owns this program', // ours
+    ownerOnly: 'Only a workspace owner can generate or regenerate the API key', // ours
+    linkNotFound: 'Referral link not found', // ours, same words as the click's
+    affCodeTaken: 'aff_code is already in use', // ours
+    workspaceRequired: 'workspace_id is required when you belong to several workspaces', // ours
+    failed: 'Internal server error', // ours
+  },
+  notFound: 'Route not found', // ours
+} as const;
+
+/** Names of the platform envelope, by status (spec "Envelopes"; 413, 415 and 429 are ours). */
+export const ERROR_NAMES: Record<number, string> = {
+  400: 'BadRequestError',
+  401: 'UnauthorizedError',
+  403: 'ForbiddenError',
+  404: 'NotFoundError',
+  409: 'ConflictError',
+  410: 'GoneError',
+  413: 'PayloadTooLargeError',
+  415: 'UnsupportedMediaTypeError',
+  422: 'UnprocessableEntityError',
+  429: 'TooManyRequestsError',
+  500: 'InternalServerError',
+};
+
+/** Sale and refund add error.code to every error of the platform envelope. */
+export const SALE_CODE_BY_STATUS: Record<number, string> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  404: 'not_found',
+  409: 'duplicate_transaction',
+  413: 'invalid_request',
+  422: 'unsupported_currency',
+  500: 'internal_error',
+};

@@ -1,0 +1,90 @@
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import { Redis } from 'ioredis';
+import { ApiError } from './errors.js';
+import { M } from './messages.js';
+
+/**
+ * Fixed one-minute windows aligned to the clock, so X-RateLimit-Reset is the same unix second for
+ * every caller and every ingest process. (@fastify/rate-limit reports the reset as seconds *until*
+ * the reset; the spec wants unix seconds, and sale and refund share one budget.)
+ */
+export interface RateLimitStore {
+  /** Counts one hit for key in the window starting at windowStart and returns the window's count. */
+  hit(key: string, windowStart: number, windowMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+export function memoryRateLimitStore(): RateLimitStore {
+  let currentWindow = -1;
+  let counts = new Map<string, number>();
+  return {
+    async hit(key, windowStart) {
+      // Only the current window matters: dropping the old map bounds memory to one window's keys.
+      if (windowStart !== currentWindow) {
+        currentWindow = windowStart;
+        counts = new Map();
+      }
+      const count = (counts.get(key) ?? 0) + 1;
+      counts.set(key, count);
+      return count;
+    },
+    async close() {},
+  };
+}
+
+const INCREMENT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return count`;
+
+export function redisRateLimitStore(url: string): RateLimitStore {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+  redis.on('error', () => {}); // reported per request by the hook, which fails open
+  return {
+    async hit(key, windowStart, windowMs) {
+      const count = await redis.eval(INCREMENT_SCRIPT, 1, `rl:${windowStart}:${key}`, String(windowMs + 5_000));
+      return Number(count);
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}
+
+export interface RateRule {
+  /** Routes that share a budget share a bucket (sale and refund). */
+  bucket: string;
+  limit: number;
+  windowMs?: number;
+  /** Who is counted: client IP, or the presented API key (hashed, never kept in clear). */
+  keyOf(request: FastifyRequest): string;
+}
+
+export function rateLimitHook(store: RateLimitStore, rule: RateRule, log: FastifyBaseLogger, now: () => number = Date.now) {
+  const windowMs = rule.windowMs ?? 60_000;
+  return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
+    const at = now();
+    const windowStart = Math.floor(at / windowMs) * windowMs;
+    const resetAt = windowStart + windowMs;
+    let count: number;
+    try {
+      count = await store.hit(`${rule.bucket}:${rule.keyOf(request)}`, windowStart, windowMs);
+    } catch (err) {
+      // A limiter outage must not stop tracking: fail open, loudly.
+      log.error({ err, bucket: rule.bucket }, 'rate limit store unavailable; request allowed');
+      return;
+    }
+    reply.header('X-RateLimit-Limit', String(rule.limit));
+    reply.header('X-RateLimit-Remaining', String(Math.max(0, rule.limit - count)));
+    reply.header('X-RateLimit-Reset', String(Math.ceil(resetAt / 1000)));
+    if (count > rule.limit) {
+      const retryAfter = Math.max(1, Math.ceil((resetAt - at) / 1000));
+      throw new ApiError(429, M.rateLimited, {
+        envelope: 'typed',
+        code: 'rate_limited',
+        extra: { status: 429, retry_after_seconds: retryAfter },
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
+  };
+}

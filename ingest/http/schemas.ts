@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { M } from './messages.js';
+
+/**
+ * Building blocks of the route schemas. Each field carries the spec's message for any way it can
+ * be wrong, so validation answers word for word without handlers spelling messages.
+ */
+
+/** NUL and lone surrogates cannot be stored in Postgres text or jsonb: refuse them as bad input. */
+export const storable = (s: string) => !s.includes('\u0000') && s.isWellFormed();
+
+export const text = (max: number, message: string) =>
+  z
+    .string({ error: message })
+    .min(1, message)
+    .max(max, message)
+    .refine(storable, message);
+
+export const flag = (message: string) => z.boolean({ error: message });
+
+/** Top-level bodies refuse unknown fields, by name. */
+export const body = <T extends z.core.$ZodLooseShape>(shape: T) =>
+  z.strictObject(shape, {
+    error: (issue) => (issue.code === 'unrecognized_keys' ? M.body.unknownField(issue.keys) : M.body.notObject),
+  });
+
+export const TEST_MODE_MESSAGE = 'additional_data.test_mode must be a boolean';
+export const PROGRAM_ID_MESSAGE = 'additional_data.program_id must be a positive integer';
+
+/** additional_data is an open bag: fields other than these are ignored, not stored. */
+export const additionalData = z
+  .object(
+    {
+      test_mode: flag(TEST_MODE_MESSAGE).optional(),
+      program_id: z.number({ error: PROGRAM_ID_MESSAGE }).int(PROGRAM_ID_MESSAGE).positive(PROGRAM_ID_MESSAGE).max(Number.MAX_SAFE_INTEGER, PROGRAM_ID_MESSAGE).optional(),
+    },
+    { error: 'additional_data must be an object' },
+  )
+  .optional();
+
+export const programIdParam = z.object({
+  programId: z.coerce
+    .number({ error: 'programId must be a positive integer' })
+    .int('programId must be a positive integer')
+    .positive('programId must be a positive integer')
+    .max(Number.MAX_SAFE_INTEGER, 'programId must be a positive integer'),
+});
+
+/** The platform envelope, for documenting error responses. */
+export const PlatformError = z.object({
+  data: z.null(),
+  error: z.object({
+    status: z.number().int(),
+    name: z.string(),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()),
+    code: z.string().optional(),
+  }),
+});
+
+/** The typed envelope, for documenting error responses. */
+export const TypedError = z.looseObject({
+  error: z.looseObject({ code: z.string(), message: z.string() }),
+});

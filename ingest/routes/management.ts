@@ -1,0 +1,265 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Database } from '../../core/db.js';
+import { issueProgramKey } from '../domain/api-keys.js';
+import { COMMISSION_TYPES } from '../domain/commissions.js';
+import { canonicalOrigin } from '../domain/origins.js';
+import { createPartner, createProgram, getProgram, setLinkEnabled, updateProgram, type ProgramView } from '../domain/programs.js';
+import { roleForProgram, sessionUserId, workspacesOf, type Role } from '../domain/workspaces.js';
+import { ApiError, badRequest, forbidden } from '../http/errors.js';
+import { M } from '../http/messages.js';
+import { PlatformError, body, programIdParam, text } from '../http/schemas.js';
+
+export interface ManagementDeps {
+  db: Database;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    dashboardUserId?: number;
+  }
+}
+
+const MISSING = 'Missing required fields: name, domain, commission_type, commission_rate';
+
+const commissionType = z.enum(COMMISSION_TYPES as ['percent', 'fixed', 'recurring_percent', 'recurring_fixed'], {
+  error: (issue) =>
+    issue.input === undefined ? MISSING : `Invalid commission_type: ${String(issue.input).slice(0, 40)}. Valid: ${COMMISSION_TYPES.join(', ')}`,
+});
+const RATE = 'commission_rate must be a positive number';
+const commissionRate = z
+  .number({ error: (issue) => (issue.input === undefined ? MISSING : RATE) })
+  .positive(RATE)
+  .max(1_000_000, 'commission_rate must be at most 1000000');
+const WINDOW = 'attribution_window_days must be an integer from 1 to 3650';
+const ORIGINS = 'allowed_origins must be a list of at most 50 origins such as https://shop.example.com';
+
+const settings = {
+  attribution_window_days: z.number({ error: WINDOW }).int(WINDOW).min(1, WINDOW).max(3650, WINDOW).optional(),
+  lead_auth: z.enum(['server_required', 'browser_allowed'], { error: 'lead_auth must be server_required or browser_allowed' }).optional(),
+  paymentTrackingMode: z.enum(['processor_connect', 's2s'], { error: 'paymentTrackingMode must be processor_connect or s2s' }).optional(),
+  allowed_origins: z
+    .array(
+      z.string({ error: ORIGINS }).transform((value, ctx) => {
+        const origin = canonicalOrigin(value);
+        if (!origin) ctx.addIssue({ code: 'custom', message: ORIGINS });
+        return origin ?? z.NEVER;
+      }),
+      { error: ORIGINS },
+    )
+    .max(50, ORIGINS)
+    .optional(),
+};
+
+const requiredText = (max: number, name: string) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? MISSING : `${name} must be a string of 1 to ${max} characters`) })
+    .pipe(text(max, `${name} must be a string of 1 to ${max} characters`));
+
+const CreateProgramBody = body({
+  name: requiredText(200, 'name'),
+  domain: requiredText(253, 'domain'),
+  commission_type: commissionType,
+  commission_rate: commissionRate,
+  workspace_id: z.number({ error: 'workspace_id must be a positive integer' }).int().positive().optional(),
+  ...settings,
+});
+
+const UpdateProgramBody = body({
+  name: text(200, 'name must be a string of 1 to 200 characters').optional(),
+  domain: text(253, 'domain must be a string of 1 to 253 characters').optional(),
+  commission_type: commissionType.optional(),
+  commission_rate: commissionRate.optional(),
+  ...settings,
+});
+
+const AFF_CODE = 'aff_code must be 3 to 64 letters, digits, dashes or underscores';
+const CreatePartnerBody = body({
+  name: text(200, 'name is required and must be a string of 1 to 200 characters'),
+  email: z.email({ error: 'email must be a valid email address' }).max(320).optional(),
+  aff_code: z.string({ error: AFF_CODE }).regex(/^[A-Za-z0-9_-]{3,64}$/, AFF_CODE).optional(),
+});
+
+const LinkParams = programIdParam.extend({ affCode: z.string().min(1).max(64) });
+const LinkBody = body({ enabled: z.boolean({ error: 'enabled is required and must be a boolean' }) });
+
+const Program = z.object({
+  id: z.number().int(),
+  workspace_id: z.number().int(),
+  name: z.string(),
+  domain: z.string(),
+  commission_type: z.enum(['percent', 'fixed', 'recurring_percent', 'recurring_fixed']),
+  commission_rate: z.number(),
+  attribution_window_days: z.number().int(),
+  lead_auth: z.enum(['server_required', 'browser_allowed']),
+  paymentTrackingMode: z.enum(['processor_connect', 's2s']),
+  allowed_origins: z.array(z.string()),
+  api_token_masked: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const programView = (p: ProgramView) => ({ ...p, created_at: p.created_at.toISOString(), updated_at: p.updated_at.toISOString() });
+
+const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 409: PlatformError, 500: PlatformError };
+
+/** The link a partner shares: the program's domain with ?aff=. */
+function referralUrl(domain: string, affCode: string): string {
+  try {
+    const url = new URL(/^https?:\/\//.test(domain) ? domain : `https://${domain}`);
+    url.searchParams.set('aff', affCode);
+    return url.toString();
+  } catch {
+    return `https://${domain}/?aff=${encodeURIComponent(affCode)}`;
+  }
+}
+
+/** The dashboard session rides in Authorization, with or without the Bearer scheme. */
+function sessionToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization?.trim();
+  if (!header) return undefined;
+  const token = header.startsWith('Bearer ') ? header.slice(7).trim() : header;
+  return token || undefined;
+}
+
+export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fastify, { db }) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    const token = sessionToken(request);
+    const userId = token === undefined ? undefined : await sessionUserId(db, token);
+    if (userId === undefined) throw new ApiError(401, M.management.sessionRequired);
+    request.dashboardUserId = userId;
+  });
+
+  /** Non-members and unknown programs get the same 403, so program ids cannot be probed. */
+  const requireRole = (roles: Role[], message: string = M.management.forbidden) =>
+    async function authorize(request: FastifyRequest, _reply: FastifyReply) {
+      const { programId } = request.params as { programId: number };
+      const role = await roleForProgram(db, request.dashboardUserId!, programId);
+      if (!role || !roles.includes(role)) throw forbidden(role ? message : M.management.forbidden);
+    };
+  const anyMember = requireRole(['owner', 'member']);
+
+  const config = { surface: 'management' as const };
+
+  app.post(
+    '/programs',
+    { config, schema: { summary: 'Create a program (its API key is created with it)', body: CreateProgramBody, response: { 200: z.object({ data: Program }), ...errors } } },
+    async (request) => {
+      const b = request.body;
+      const memberships = await workspacesOf(db, request.dashboardUserId!);
+      let workspaceId = b.workspace_id;
+      if (workspaceId === undefined) {
+        if (memberships.length !== 1) throw badRequest(M.management.workspaceRequired);
+        workspaceId = memberships[0]!.workspaceId;
+      }
+      if (!memberships.some((m) => m.workspaceId === workspaceId)) throw forbidden(M.management.forbidden);
+      if ((b.commission_type === 'percent' || b.commission_type === 'recurring_percent') && b.commission_rate > 100) {
+        throw badRequest('commission_rate must be at most 100 for percent commissions');
+      }
+      const program = await createProgram(db, workspaceId, {
+        name: b.name,
+        domain: b.domain,
+        commission_type: b.commission_type,
+        commission_rate: b.commission_rate,
+        attribution_window_days: b.attribution_window_days ?? 60,
+        lead_auth: b.lead_auth ?? 'server_required',
+        paymentTrackingMode: b.paymentTrackingMode ?? 'processor_connect',
+        allowed_origins: b.allowed_origins ?? [],
+      });
+      return { data: programView(program) };
+    },
+  );
+
+  app.patch(
+    '/programs/:programId',
+    {
+      config,
+      preHandler: anyMember,
+      schema: { summary: 'Change program settings', params: programIdParam, body: UpdateProgramBody, response: { 200: z.object({ data: Program }), ...errors } },
+    },
+    async (request) => {
+      const { programId } = request.params;
+      const current = (await getProgram(db, programId))!;
+      const type = request.body.commission_type ?? current.commission_type;
+      const rate = request.body.commission_rate ?? current.commission_rate;
+      if ((type === 'percent' || type === 'recurring_percent') && rate > 100) {
+        throw badRequest('commission_rate must be at most 100 for percent commissions');
+      }
+      return { data: programView(await updateProgram(db, programId, request.body)) };
+    },
+  );
+
+  app.post(
+    '/programs/:programId/api-key',
+    {
+      config,
+      preHandler: requireRole(['owner'], M.management.ownerOnly),
+      schema: {
+        summary: 'Generate or regenerate the program API key (owners only; the full key is shown once)',
+        params: programIdParam,
+        response: { 200: z.object({ data: z.object({ program_id: z.number().int(), api_key: z.string(), api_token_masked: z.string() }) }), ...errors },
+      },
+    },
+    async (request) => {
+      const { apiKey, masked } = await issueProgramKey(db, request.params.programId);
+      return { data: { program_id: request.params.programId, api_key: apiKey, api_token_masked: masked } };
+    },
+  );
+
+  app.post(
+    '/programs/:programId/partners',
+    {
+      config,
+      preHandler: anyMember,
+      schema: {
+        summary: 'Create a partner with an approved partner-program record and a referral link',
+        params: programIdParam,
+        body: CreatePartnerBody,
+        response: {
+          200: z.object({
+            data: z.object({ partner_id: z.number().int(), partner_program_id: z.number().int(), aff_code: z.string(), status: z.string(), referral_url: z.string() }),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const program = (await getProgram(db, request.params.programId))!;
+      const partner = await createPartner(db, program.id, {
+        name: request.body.name,
+        email: request.body.email,
+        affCode: request.body.aff_code,
+      });
+      return {
+        data: {
+          partner_id: partner.partnerId,
+          partner_program_id: partner.partnerProgramId,
+          aff_code: partner.affCode,
+          status: partner.status,
+          referral_url: referralUrl(program.domain, partner.affCode),
+        },
+      };
+    },
+  );
+
+  app.patch(
+    '/programs/:programId/links/:affCode',
+    {
+      config,
+      preHandler: anyMember,
+      schema: {
+        summary: 'Turn a referral link off or on',
+        params: LinkParams,
+        body: LinkBody,
+        response: { 200: z.object({ data: z.object({ aff_code: z.string(), enabled: z.boolean() }) }), ...errors },
+      },
+    },
+    async (request) => {
+      const link = await setLinkEnabled(db, request.params.programId, request.params.affCode, request.body.enabled);
+      return { data: { aff_code: link.aff_code, enabled: link.enabled } };
+    },
+  );
+};

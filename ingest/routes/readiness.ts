@@ -1,0 +1,52 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Database } from '../../core/db.js';
+import { computeReadiness } from '../domain/readiness.js';
+import { presentedKeyId, programKeyHook } from '../http/auth.js';
+import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
+import { TypedError } from '../http/schemas.js';
+
+export interface ReadinessDeps {
+  db: Database;
+  rateLimits: RateLimitStore;
+  docsBaseUrl: string;
+}
+
+const Check = z.object({ name: z.string(), ok: z.boolean(), detail: z.string() });
+
+const ReadinessOk = z.object({
+  data: z.object({
+    program_id: z.number().int(),
+    ready: z.boolean(),
+    api_key: z.object({ state: z.enum(['active', 'marked_for_rotation']), rotate_by: z.string().nullable() }),
+    payment_tracking_mode: z.enum(['processor_connect', 's2s']),
+    lead_auth: z.enum(['server_required', 'browser_allowed']),
+    allowed_origins_count: z.number().int(),
+    partners: z.object({ approved: z.number().int() }),
+    referral_links: z.object({ enabled: z.number().int() }),
+    test_events: z.object({ click: z.number().int(), lead: z.number().int(), sale: z.number().int() }),
+    checks: z.array(Check),
+    checked_at: z.string(),
+  }),
+});
+
+export const readinessRoutes: FastifyPluginAsync<ReadinessDeps> = async (fastify, deps) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
+  app.get(
+    '/me/readiness',
+    {
+      config: { surface: 'readiness' },
+      onRequest: [
+        rateLimitHook(deps.rateLimits, { bucket: 'readiness', limit: 30, keyOf: byKeyOrIp }, app.log),
+        programKeyHook(deps.db, { surface: 'readiness', anonymousAllowed: false, docsBaseUrl: deps.docsBaseUrl }),
+      ],
+      schema: {
+        summary: 'Is this program ready to go live?',
+        response: { 200: ReadinessOk, 401: TypedError, 429: TypedError, 500: TypedError },
+      },
+    },
+    async (request) => ({ data: await computeReadiness(deps.db, request.programKey!) }),
+  );
+};
