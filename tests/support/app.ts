@@ -1,0 +1,103 @@
+import type { FastifyInstance } from 'fastify';
+import { sql, type Database } from '../../core/db.js';
+import { createLogger } from '../../core/log.js';
+import { buildApp } from '../../ingest/app.js';
+import { addMember, createSession, createWorkspace } from '../../ingest/domain/workspaces.js';
+import { memoryRateLimitStore, type RateLimitStore } from '../../ingest/http/rate-limit.js';
+
+export const FEE_BPS = 2_000;
+export const DOCS_BASE_URL = 'https://docs.test.example';
+
+export async function buildTestApp(db: Database, rateLimits: RateLimitStore = memoryRateLimitStore()): Promise<FastifyInstance> {
+  const app = await buildApp({
+    db,
+    rateLimits,
+    logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    trustProxy: true,
+    tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
+  });
+  await app.ready();
+  return app;
+}
+
+let ipCounter = 0;
+/** A distinct client address per call, so per-IP limits do not couple unrelated tests. */
+export const freshIp = () => {
+  ipCounter += 1;
+  return `10.${(ipCounter >> 16) & 255}.${(ipCounter >> 8) & 255}.${ipCounter & 255}`;
+};
+
+export interface Workspace {
+  workspaceId: number;
+  ownerToken: string;
+  memberToken: string;
+}
+
+let unique = 0;
+export async function createTestWorkspace(db: Database): Promise<Workspace> {
+  unique += 1;
+  const tag = `${Date.now()}-${unique}-${Math.random().toString(36).slice(2, 8)}`;
+  const workspaceId = await createWorkspace(db, `Workspace ${tag}`);
+  const ownerId = await addMember(db, workspaceId, `owner-${tag}@test.example`, 'owner');
+  const memberId = await addMember(db, workspaceId, `member-${tag}@test.example`, 'member');
+  return { workspaceId, ownerToken: await createSession(db, ownerId), memberToken: await createSession(db, memberId) };
+}
+
+export interface TestProgram {
+  programId: number;
+  apiKey: string;
+  affCode: string;
+  partnerId: number;
+  workspace: Workspace;
+}
+
+/** A program created through the management API, with its key and one partner link. */
+export async function createTestProgram(
+  app: FastifyInstance,
+  db: Database,
+  settings: Record<string, unknown> = {},
+  workspace?: Workspace,
+): Promise<TestProgram> {
+  const ws = workspace ?? (await createTestWorkspace(db));
+  const auth = { authorization: `Bearer ${ws.ownerToken}` };
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/tracking/programs',
+    headers: auth,
+    payload: { name: 'Test program', domain: 'shop.test.example', commission_type: 'percent', commission_rate: 10, ...settings },
+  });
+  if (created.statusCode !== 200) throw new Error(`program create failed: ${created.body}`);
+  const programId = created.json().data.id as number;
+  const key = await app.inject({ method: 'POST', url: `/api/tracking/programs/${programId}/api-key`, headers: auth });
+  const partner = await app.inject({
+    method: 'POST',
+    url: `/api/tracking/programs/${programId}/partners`,
+    headers: auth,
+    payload: { name: 'Partner' },
+  });
+  if (partner.statusCode !== 200) throw new Error(`partner create failed: ${partner.body}`);
+  return {
+    programId,
+    apiKey: key.json().data.api_key,
+    affCode: partner.json().data.aff_code,
+    partnerId: partner.json().data.partner_id,
+    workspace: ws,
+  };
+}
+
+
+/** Row counts of every table a tracking call may write, to prove a refused call wrote nothing. */
+export async function tableCounts(db: Database): Promise<Record<string, number>> {
+  const row = await db.one<Record<string, number>>(
+    sql(
+      'test.table_counts',
+      `SELECT (SELECT count(*) FROM clicks) AS clicks, (SELECT count(*) FROM customers) AS customers,
+              (SELECT count(*) FROM sale_events) AS sale_events, (SELECT count(*) FROM commissions) AS commissions,
+              (SELECT count(*) FROM platform_fees) AS platform_fees, (SELECT count(*) FROM refunds) AS refunds,
+              (SELECT count(*) FROM tracking_logs) AS tracking_logs, (SELECT count(*) FROM outbox) AS outbox,
+              (SELECT coalesce(sum(version), 0) FROM customers) AS customer_versions,
+              (SELECT count(*) FROM sale_events WHERE status <> 'paid') AS changed_sales`,
+    ),
+  );
+  return row!;
+}
