@@ -28,9 +28,9 @@ describe.each(databaseKinds())('POST /api/v1/track/click on %s', (kind) => {
     const body = res.json();
     expect(body).toEqual({ success: true, click_id: expect.any(String), cookie_window_days: 45 });
     expect(res.headers['x-request-id']).toBeTruthy();
-    const row = await t.db.one<{ program_id: number; test: boolean }>(sql('t', 'SELECT program_id, test FROM clicks WHERE click_id = $1'), [body.click_id]);
+    const row = await t.db.one<{ program_id: number; test: boolean }>(sql('t.click_row', 'SELECT program_id, test FROM clicks WHERE click_id = $1'), [body.click_id]);
     expect(row).toEqual({ program_id: program.programId, test: false });
-    const events = await t.db.many<{ event_type: string }>(sql('t', 'SELECT event_type FROM outbox WHERE aggregate_key = $1'), [body.click_id]);
+    const events = await t.db.many<{ event_type: string }>(sql('t.click_events', 'SELECT event_type FROM outbox WHERE aggregate_key = $1'), [body.click_id]);
     expect(events.map((e) => e.event_type)).toEqual(['click.recorded']);
   });
 
