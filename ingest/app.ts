@@ -18,6 +18,8 @@ export interface AppDeps {
   logger: Logger;
   trustProxy: boolean;
   tracking: TrackingConfig;
+  /** Milliseconds since the epoch; rate-limit windows are read from it. */
+  clock?: () => number;
 }
 
 const MANAGEMENT_BODY_LIMIT = 64 * 1024;
@@ -77,11 +79,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const { db, rateLimits } = deps;
+  const clock = deps.clock ?? Date.now;
   const { docsBaseUrl, platformFeeBps } = deps.tracking;
   await app.register(
     async (scope) => {
-      scope.register(trackRoutes, { prefix: '/track', db, rateLimits, platformFeeBps, docsBaseUrl });
-      scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, docsBaseUrl });
+      scope.register(trackRoutes, { prefix: '/track', db, rateLimits, clock, platformFeeBps, docsBaseUrl });
+      scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, clock, docsBaseUrl });
     },
     { prefix: '/api/v1' },
   );

@@ -31,7 +31,7 @@ async function main() {
   const db = await openDatabase(config.database);
   const applied = await migrate(db);
   if (applied.length) logger.info({ applied }, 'migrations applied');
-  const rateLimits = config.rateLimit.kind === 'redis' ? redisRateLimitStore(config.rateLimit.url) : memoryRateLimitStore();
+  const rateLimits = config.rateLimit.kind === 'redis' ? await redisRateLimitStore(config.rateLimit.url) : memoryRateLimitStore();
   const app = await buildApp({ db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking });
 
   let closing = false;

@@ -153,7 +153,7 @@ describe.each(databaseKinds())('POST /api/v1/track/sale and /refund on %s', (kin
       ['Bearer aff_wrong', 'Invalid API token', 'Invalid API token'],
     ];
     for (const [header, saleMessage, refundMessage] of cases) {
-      const headers = header === undefined ? {} : { authorization: header };
+      const headers: Record<string, string> = header === undefined ? {} : { authorization: header };
       const s = await post('/api/v1/track/sale', body, undefined, headers);
       const r = await post('/api/v1/track/refund', { transaction_id: 'x' }, undefined, headers);
       expect([s.statusCode, r.statusCode]).toEqual([401, 401]);

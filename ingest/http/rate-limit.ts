@@ -37,9 +37,13 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return count`;
 
-export function redisRateLimitStore(url: string): RateLimitStore {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
-  redis.on('error', () => {}); // reported per request by the hook, which fails open
+/** Connected before it is returned: a configured Redis that cannot be reached fails the start. */
+export async function redisRateLimitStore(url: string): Promise<RateLimitStore> {
+  // Without an offline queue a lost connection fails each hit at once (and the hook fails open)
+  // instead of holding requests until Redis returns.
+  const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+  redis.on('error', () => {}); // reported per request by the hook
+  await redis.connect();
   return {
     async hit(key, windowStart, windowMs) {
       const count = await redis.eval(INCREMENT_SCRIPT, 1, `rl:${windowStart}:${key}`, String(windowMs + 5_000));

@@ -10,6 +10,7 @@ import { TypedError } from '../http/schemas.js';
 export interface ReadinessDeps {
   db: Database;
   rateLimits: RateLimitStore;
+  clock: () => number;
   docsBaseUrl: string;
 }
 
@@ -39,7 +40,7 @@ export const readinessRoutes: FastifyPluginAsync<ReadinessDeps> = async (fastify
     {
       config: { surface: 'readiness' },
       onRequest: [
-        rateLimitHook(deps.rateLimits, { bucket: 'readiness', limit: 30, keyOf: byKeyOrIp }, app.log),
+        rateLimitHook(deps.rateLimits, { bucket: 'readiness', limit: 30, keyOf: byKeyOrIp }, app.log, deps.clock),
         programKeyHook(deps.db, { surface: 'readiness', anonymousAllowed: false, docsBaseUrl: deps.docsBaseUrl }),
       ],
       schema: {

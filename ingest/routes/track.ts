@@ -16,6 +16,7 @@ import { PlatformError, TypedError, additionalData, body, flag, storable, text }
 export interface TrackDeps {
   db: Database;
   rateLimits: RateLimitStore;
+  clock: () => number;
   platformFeeBps: number;
   docsBaseUrl: string;
 }
@@ -205,7 +206,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { db } = deps;
   const limit = (bucket: string, max: number, keyOf: (r: FastifyRequest) => string) =>
-    rateLimitHook(deps.rateLimits, { bucket, limit: max, keyOf }, app.log);
+    rateLimitHook(deps.rateLimits, { bucket, limit: max, keyOf }, app.log, deps.clock);
   const byIp = (r: FastifyRequest) => r.ip;
   const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
   const key = (surface: 'click' | 'lead' | 'sale' | 'refund', anonymousAllowed: boolean) =>

@@ -8,10 +8,15 @@ import { memoryRateLimitStore, type RateLimitStore } from '../../ingest/http/rat
 export const FEE_BPS = 2_000;
 export const DOCS_BASE_URL = 'https://docs.test.example';
 
-export async function buildTestApp(db: Database, rateLimits: RateLimitStore = memoryRateLimitStore()): Promise<FastifyInstance> {
+export async function buildTestApp(
+  db: Database,
+  rateLimits: RateLimitStore = memoryRateLimitStore(),
+  clock?: () => number,
+): Promise<FastifyInstance> {
   const app = await buildApp({
     db,
     rateLimits,
+    clock,
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     trustProxy: true,
     tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
