@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../core/db.js';
 import { markKeyForRotation } from '../ingest/domain/api-keys.js';
 import { hashSecret } from '../ingest/domain/secrets.js';
-import { DOCS_BASE_URL, buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
+import { DOCS_BASE_URL, buildTestApp, createTestProgram, freshIp } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 
 describe.each(databaseKinds())('program keys, rotation and readiness on %s', (kind) => {

@@ -1,0 +1,63 @@
+/**
+ * Operator commands against the configured database (DATABASE_URL, or the embedded one under DATA_DIR).
+ *
+ *   npm run ops -- mark-key-rotation <programId> <deadline ISO 8601>
+ *   npm run ops -- create-workspace <name> <owner email>
+ *   npm run ops -- create-session <workspaceId> <email> [owner|member]
+ */
+import { mkdir } from 'node:fs/promises';
+import { loadConfig } from '../core/config.js';
+import { openDatabase } from '../core/db.js';
+import { migrate } from '../core/migrate.js';
+import { markKeyForRotation } from '../ingest/domain/api-keys.js';
+import { addMember, createSession, createWorkspace, type Role } from '../ingest/domain/workspaces.js';
+
+const usage = `usage:
+  npm run ops -- mark-key-rotation <programId> <deadline ISO 8601>
+  npm run ops -- create-workspace <name> <owner email>
+  npm run ops -- create-session <workspaceId> <email> [owner|member]`;
+
+async function main(argv: string[]) {
+  const [command, ...args] = argv;
+  const config = loadConfig();
+  if (config.database.kind === 'pglite') await mkdir(config.dataDir, { recursive: true });
+  const db = await openDatabase(config.database);
+  try {
+    await migrate(db);
+    switch (command) {
+      case 'mark-key-rotation': {
+        const programId = Number(args[0]);
+        const deadline = new Date(args[1] ?? '');
+        if (!Number.isSafeInteger(programId) || programId <= 0 || Number.isNaN(deadline.getTime())) throw new Error(usage);
+        const marked = await markKeyForRotation(db, programId, deadline);
+        if (!marked) throw new Error(`program ${programId} has no API key`);
+        console.log(`key of program ${programId} marked at ${marked.markedAt.toISOString()}; retired from ${marked.deadline.toISOString()}`);
+        return;
+      }
+      case 'create-workspace': {
+        const [name, email] = args;
+        if (!name || !email) throw new Error(usage);
+        const workspaceId = await createWorkspace(db, name);
+        const userId = await addMember(db, workspaceId, email, 'owner');
+        console.log(JSON.stringify({ workspaceId, dashboardToken: await createSession(db, userId) }));
+        return;
+      }
+      case 'create-session': {
+        const [workspaceId, email, role = 'member'] = args;
+        if (!workspaceId || !email || (role !== 'owner' && role !== 'member')) throw new Error(usage);
+        const userId = await addMember(db, Number(workspaceId), email, role as Role);
+        console.log(JSON.stringify({ dashboardToken: await createSession(db, userId) }));
+        return;
+      }
+      default:
+        throw new Error(usage);
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+main(process.argv.slice(2)).catch((error: Error) => {
+  console.error(error.message);
+  process.exit(1);
+});
