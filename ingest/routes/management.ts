@@ -33,6 +33,7 @@ const commissionRate = z
   .positive(RATE)
   .max(1_000_000, 'commission_rate must be at most 1000000');
 const WINDOW = 'attribution_window_days must be an integer from 1 to 3650';
+const WORKSPACE = 'workspace_id must be a positive integer';
 const ORIGINS = 'allowed_origins must be a list of at most 50 origins such as https://shop.example.com';
 
 const settings = {
@@ -62,7 +63,7 @@ const CreateProgramBody = body({
   domain: requiredText(253, 'domain'),
   commission_type: commissionType,
   commission_rate: commissionRate,
-  workspace_id: z.number({ error: 'workspace_id must be a positive integer' }).int().positive().optional(),
+  workspace_id: z.number({ error: WORKSPACE }).int(WORKSPACE).positive(WORKSPACE).max(Number.MAX_SAFE_INTEGER, WORKSPACE).optional(),
   ...settings,
 });
 
