@@ -50,4 +50,23 @@ describe.each(databaseKinds())('POST /api/v1/track/click on %s', (kind) => {
     expect(res.json()).toEqual({ data: null, error: { status: 400, name: 'BadRequestError', message, details: {} } });
     expect(await tableCounts(t.db)).toEqual(before);
   });
+
+  it('clicks sent together are written together, each with its own answer', async () => {
+    const before = await tableCounts(t.db);
+    const bodies = Array.from({ length: 40 }, (_, i) =>
+      i % 4 === 3
+        ? { affiliate_url: 'https://shop.test.example/?aff=unknown-code' }
+        : { affiliate_url: `https://shop.test.example/?aff=${program.affCode}`, additional_data: { test_mode: i % 4 === 1 } },
+    );
+    const responses = await Promise.all(bodies.map((b) => click(b)));
+    responses.forEach((res, i) => {
+      expect(res.statusCode, `click ${i}`).toBe(i % 4 === 3 ? 400 : 200);
+    });
+    const ids = responses.filter((r) => r.statusCode === 200).map((r) => r.json().click_id);
+    expect(new Set(ids).size).toBe(30);
+    const after = await tableCounts(t.db);
+    expect(after.clicks - before.clicks).toBe(30);
+    expect(after.tracking_logs - before.tracking_logs).toBe(10);
+    expect(after.outbox - before.outbox).toBe(40);
+  });
 });

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Database } from '../../core/db.js';
-import { recordClick } from '../domain/clicks.js';
+import { createClickWriter } from '../domain/clicks.js';
 import { recordLead } from '../domain/leads.js';
 import { originAllowedAnywhere } from '../domain/origins.js';
 import { recordRefund } from '../domain/refunds.js';
@@ -205,6 +205,7 @@ function saleView(outcome: SaleOutcome) {
 export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { db } = deps;
+  const clicks = createClickWriter(db);
   const limit = (bucket: string, max: number, keyOf: (r: FastifyRequest) => string) =>
     rateLimitHook(deps.rateLimits, { bucket, limit: max, keyOf }, app.log, deps.clock);
   const byIp = (r: FastifyRequest) => r.ip;
@@ -246,7 +247,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
     async (request, reply) => {
       const { affiliate_url, additional_data } = request.body;
       checkProgramId(request, additional_data?.program_id);
-      const click = await recordClick(db, {
+      const click = await clicks.record({
         affCode: affiliate_url.aff,
         affiliateUrl: affiliate_url.url,
         test: additional_data?.test_mode ?? false,
