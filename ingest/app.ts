@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { TrackingConfig } from '../core/config.js';
 import type { Database } from '../core/db.js';
 import { rotationWarnings } from './http/auth.js';
-import { registerErrorHandling } from './http/errors.js';
+import { errorHandler, registerErrorHandling } from './http/errors.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { managementRoutes } from './routes/management.js';
 import { readinessRoutes } from './routes/readiness.js';
@@ -32,6 +32,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: deps.trustProxy,
     bodyLimit: MANAGEMENT_BODY_LIMIT,
     // A caller's own X-Request-ID is kept when it is a plain token; otherwise we mint one.
+    // Errors Fastify raises before routing (an undecodable URL) get the platform envelope too.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('X-Request-ID', request.id);
+      return errorHandler(error, request, reply);
+    },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();

@@ -74,6 +74,8 @@ function fromFastify(error: FastifyError): ApiError | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError(413, M.body.tooLarge);
+    case 'FST_ERR_BAD_URL':
+      return new ApiError(400, M.body.badUrl);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError(400, M.body.mediaType);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -84,7 +86,7 @@ function fromFastify(error: FastifyError): ApiError | undefined {
   if (error instanceof SyntaxError) return new ApiError(400, M.body.invalidJson);
   const status = error.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
-    return new ApiError(status, status === 404 ? M.notFound : M.body.invalidJson);
+    return new ApiError(status, status === 404 ? M.notFound : M.body.badRequest);
   }
   return undefined;
 }

@@ -78,6 +78,8 @@ export const M = {
     invalidJson: 'Request body is not valid JSON', // ours
     tooLarge: 'Request body is too large', // ours
     mediaType: 'Content-Type must be application/json', // ours
+    badUrl: 'The request URL is not valid', // ours
+    badRequest: 'Bad request', // ours
     unknownField: (keys: string[]) => `Unknown field${keys.length > 1 ? 's' : ''}: ${keys.join(', ')}`, // ours
   },
   origin: {

@@ -9,6 +9,17 @@ import { M } from './messages.js';
 /** NUL and lone surrogates cannot be stored in Postgres text or jsonb: refuse them as bad input. */
 export const storable = (s: string) => !s.includes('\u0000') && s.isWellFormed();
 
+/** A short, printable rendering of whatever a client sent, for echoing in a message; never throws. */
+export function echo(value: unknown, max = 32): string {
+  if (typeof value === 'string') return value.slice(0, max);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
+  try {
+    return (JSON.stringify(value) ?? typeof value).slice(0, max);
+  } catch {
+    return Array.isArray(value) ? 'array' : typeof value;
+  }
+}
+
 export const text = (max: number, message: string) =>
   z
     .string({ error: message })
@@ -38,12 +49,13 @@ export const additionalData = z
   )
   .optional();
 
+const PROGRAM_ID = 'programId must be a positive integer';
+/** Digits only: Number() would also read "0x1" or " 1" as program 1. */
 export const programIdParam = z.object({
-  programId: z.coerce
-    .number({ error: 'programId must be a positive integer' })
-    .int('programId must be a positive integer')
-    .positive('programId must be a positive integer')
-    .max(Number.MAX_SAFE_INTEGER, 'programId must be a positive integer'),
+  programId: z
+    .string({ error: PROGRAM_ID })
+    .regex(/^[1-9][0-9]{0,14}$/, PROGRAM_ID)
+    .transform(Number),
 });
 
 /** The platform envelope, for documenting error responses. */

@@ -9,7 +9,7 @@ import { createPartner, createProgram, getProgram, setLinkEnabled, updateProgram
 import { roleForProgram, sessionUserId, workspacesOf, type Role } from '../domain/workspaces.js';
 import { ApiError, badRequest, forbidden } from '../http/errors.js';
 import { M } from '../http/messages.js';
-import { PlatformError, body, programIdParam, text } from '../http/schemas.js';
+import { PlatformError, body, echo, programIdParam, text } from '../http/schemas.js';
 
 export interface ManagementDeps {
   db: Database;
@@ -25,12 +25,12 @@ const MISSING = 'Missing required fields: name, domain, commission_type, commiss
 
 const commissionType = z.enum(COMMISSION_TYPES as ['percent', 'fixed', 'recurring_percent', 'recurring_fixed'], {
   error: (issue) =>
-    issue.input === undefined ? MISSING : `Invalid commission_type: ${String(issue.input).slice(0, 40)}. Valid: ${COMMISSION_TYPES.join(', ')}`,
+    issue.input === undefined ? MISSING : `Invalid commission_type: ${echo(issue.input, 40)}. Valid: ${COMMISSION_TYPES.join(', ')}`,
 });
 const RATE = 'commission_rate must be a positive number';
 const commissionRate = z
   .number({ error: (issue) => (issue.input === undefined ? MISSING : RATE) })
-  .positive(RATE)
+  .min(0.0001, RATE) // stored with 4 decimals: anything smaller would round to 0
   .max(1_000_000, 'commission_rate must be at most 1000000');
 const WINDOW = 'attribution_window_days must be an integer from 1 to 3650';
 const WORKSPACE = 'workspace_id must be a positive integer';
@@ -82,7 +82,7 @@ const CreatePartnerBody = body({
   aff_code: z.string({ error: AFF_CODE }).regex(/^[A-Za-z0-9_-]{3,64}$/, AFF_CODE).optional(),
 });
 
-const LinkParams = programIdParam.extend({ affCode: z.string().min(1).max(64) });
+const LinkParams = programIdParam.extend({ affCode: text(64, 'affCode must be a referral link code of 1 to 64 characters') });
 const LinkBody = body({ enabled: z.boolean({ error: 'enabled is required and must be a boolean' }) });
 
 const Program = z.object({

@@ -11,7 +11,7 @@ import { presentedKeyId, programKeyHook } from '../http/auth.js';
 import { badRequest, forbidden } from '../http/errors.js';
 import { CURRENCIES, M, PROVIDERS, type Currency } from '../http/messages.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
-import { PlatformError, TypedError, additionalData, body, flag, storable, text } from '../http/schemas.js';
+import { PlatformError, TypedError, additionalData, body, echo, flag, storable, text } from '../http/schemas.js';
 
 export interface TrackDeps {
   db: Database;
@@ -69,6 +69,11 @@ const ClickBody = body({
         ctx.addIssue({ code: 'custom', message: M.click.noAff });
         return z.NEVER;
       }
+      // Decoded from the query string, so %00 and the like only show here; no link has such a code.
+      if (aff.length > 255 || !storable(aff)) {
+        ctx.addIssue({ code: 'custom', message: M.click.linkNotFound });
+        return z.NEVER;
+      }
       return { url: value, aff };
     })
     .describe('Absolute http(s) URL of the landing page, carrying the aff query parameter'),
@@ -98,7 +103,7 @@ const SaleBody = body({
     .transform((value, ctx): Currency => {
       const code = typeof value === 'string' ? value.toUpperCase() : undefined;
       if (code !== undefined && (CURRENCIES as readonly string[]).includes(code)) return code as Currency;
-      ctx.addIssue({ code: 'custom', message: M.sale.currency(String(value).slice(0, 32)), params: { status: 422 } });
+      ctx.addIssue({ code: 'custom', message: M.sale.currency(echo(value)), params: { status: 422 } });
       return z.NEVER;
     })
     .optional()

@@ -92,8 +92,21 @@ export async function createTestProgram(
 
 
 /** Row counts of every table a tracking call may write, to prove a refused call wrote nothing. */
-export async function tableCounts(db: Database): Promise<Record<string, number>> {
-  const row = await db.one<Record<string, number>>(
+export interface TableCounts {
+  clicks: number;
+  customers: number;
+  sale_events: number;
+  commissions: number;
+  platform_fees: number;
+  refunds: number;
+  tracking_logs: number;
+  outbox: number;
+  customer_versions: number;
+  changed_sales: number;
+}
+
+export async function tableCounts(db: Database): Promise<TableCounts> {
+  const row = await db.one<TableCounts>(
     sql(
       'test.table_counts',
       `SELECT (SELECT count(*) FROM clicks) AS clicks, (SELECT count(*) FROM customers) AS customers,
