@@ -24,8 +24,6 @@ export interface Database extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /** Runs fn in one transaction: committed when fn resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
-  /** Multi-statement script without parameters (migrations only). */
-  script(text: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -86,10 +84,6 @@ class PgliteDatabase implements Database {
     });
   }
 
-  async script(text: string): Promise<void> {
-    await this.pglite.exec(text);
-  }
-
   async close(): Promise<void> {
     await this.pglite.close();
   }
@@ -138,16 +132,17 @@ class PostgresDatabase implements Database {
     }
   }
 
-  async script(text: string): Promise<void> {
-    await this.pool.query(text);
-  }
-
   async close(): Promise<void> {
     await this.pool.end();
   }
 }
 
-export async function openDatabase(config: DatabaseConfig): Promise<Database> {
+export interface DatabaseOptions {
+  /** An idle pooled connection failed (server restart); the pool replaces it. */
+  onConnectionError?: (error: Error) => void;
+}
+
+export async function openDatabase(config: DatabaseConfig, options: DatabaseOptions = {}): Promise<Database> {
   if (config.kind === 'pglite') {
     const pglite = await PGlite.create(config.dataDir, {
       parsers: { [INT8_OID]: toNumber, [NUMERIC_OID]: toNumber },
@@ -159,7 +154,7 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
       oid === INT8_OID || oid === NUMERIC_OID ? toNumber : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
   };
   const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types });
-  // An idle client that errors (server restart) must not crash the process; the pool replaces it.
-  pool.on('error', () => {});
+  // An idle client that errors must not crash the process: report it and let the pool replace it.
+  pool.on('error', options.onConnectionError ?? (() => {}));
   return new PostgresDatabase(pool);
 }

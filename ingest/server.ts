@@ -28,7 +28,9 @@ async function main() {
   const logger = createLogger(config.logLevel);
   const embedded = config.database.kind === 'pglite';
   if (embedded) await mkdir(config.dataDir, { recursive: true });
-  const db = await openDatabase(config.database);
+  const db = await openDatabase(config.database, {
+    onConnectionError: (err) => logger.error({ err }, 'idle database connection failed; replaced'),
+  });
   const applied = await migrate(db);
   if (applied.length) logger.info({ applied }, 'migrations applied');
   const rateLimits = config.rateLimit.kind === 'redis' ? await redisRateLimitStore(config.rateLimit.url) : memoryRateLimitStore();
