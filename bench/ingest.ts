@@ -5,17 +5,21 @@
  * Against a real PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * it creates a throw-away database ats_bench_<hex>, migrates and seeds it with the domain
  * functions, starts the real service (ingest/server.ts) and a bare Fastify baseline as child
- * processes on loopback, drives both with autocannon, checks durability, and drops the database.
+ * processes on loopback, drives both with wrk (bench/wrk.ts), checks durability, and drops the
+ * database. wrk must be on PATH (Debian: apt-get install wrk): a load generator in JavaScript
+ * takes too much of a small machine's CPU from the service and PostgreSQL it measures.
  *
  * Knobs (all optional): BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2),
- * BENCH_CONNECTIONS (default 50), BENCH_CLICK_POOL (clicks created for the sale phase, default
- * 3000), BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profile there).
+ * BENCH_CONNECTIONS (default 50), BENCH_THREADS (wrk threads, default 1; must divide the
+ * connections), BENCH_CLICK_POOL (clicks created for the sale phase, default 3000),
+ * BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profile there).
  */
 import { randomBytes } from 'node:crypto';
-import { availableParallelism, loadavg } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import fastifyPackage from 'fastify/package.json' with { type: 'json' };
 import pg from 'pg';
 import { openDatabase, sql, type Database } from '../core/db.js';
@@ -24,6 +28,7 @@ import { issueProgramKey } from '../ingest/domain/api-keys.js';
 import { createPartner, createProgram, type ProgramSettings } from '../ingest/domain/programs.js';
 import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { freePort, running, startChild, stopChild, waitForHttp, type Child } from './processes.js';
+import { findWrk, killWrkRuns, luaString, runWrk, wrkVersion, type RequestSpec, type WrkResult, type WrkThread } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -54,17 +59,41 @@ const settings = {
   duration: intSetting('BENCH_DURATION', 10, 1, 60),
   warmup: intSetting('BENCH_WARMUP', 2, 0, 30),
   connections: intSetting('BENCH_CONNECTIONS', 50, 1, 500),
+  threads: intSetting('BENCH_THREADS', 1, 1, 8),
   clickPool: intSetting('BENCH_CLICK_POOL', 3_000, 100, 20_000),
   cpuProfDir: process.env.BENCH_CPU_PROF || undefined,
 };
+if (settings.connections % settings.threads !== 0) {
+  // wrk gives each thread connections / threads (rounded down).
+  throw new Error(`BENCH_CONNECTIONS (${settings.connections}) must be a multiple of BENCH_THREADS (${settings.threads})`);
+}
+
+/** The load generator; checked before anything is created. */
+function wrkOrExit(): string {
+  const path = findWrk();
+  if (path) return path;
+  process.stderr.write('wrk not found: apt-get install wrk\n');
+  process.exit(2);
+}
+const WRK = wrkOrExit();
+
+/** Requests taking longer than this are counted as timeouts by wrk (their latency is not recorded). */
+const REQUEST_TIMEOUT_S = 10;
 
 // ---------------------------------------------------------------------------------------------
 // Cleanup state: everything the run creates is registered here as soon as it exists.
 
-const state: { children: Child[]; db: Database | undefined; dbName: string | undefined; cleaning: Promise<void> | undefined } = {
+const state: {
+  children: Child[];
+  db: Database | undefined;
+  dbName: string | undefined;
+  tmpDir: string | undefined;
+  cleaning: Promise<void> | undefined;
+} = {
   children: [],
   db: undefined,
   dbName: undefined,
+  tmpDir: undefined,
   cleaning: undefined,
 };
 
@@ -98,6 +127,7 @@ async function dropBenchDatabase(name: string): Promise<void> {
 
 function cleanup(): Promise<void> {
   state.cleaning ??= (async () => {
+    killWrkRuns();
     const stops = await Promise.all(
       state.children.map(async (child) => ({ child, result: await stopChild(child).catch(() => undefined) })),
     );
@@ -113,6 +143,7 @@ function cleanup(): Promise<void> {
         log(`could not drop database ${state.dbName}: ${String(error)}`);
       }
     }
+    if (state.tmpDir) await rm(state.tmpDir, { recursive: true, force: true }).catch(() => {});
   })();
   return state.cleaning;
 }
@@ -127,17 +158,19 @@ function onSignal(signal: NodeJS.Signals) {
 // ---------------------------------------------------------------------------------------------
 // Load generation helpers.
 
-/** Every request gets its own client address (TRUST_PROXY=true makes the service use it): 10.x.y.z from a counter. */
+/**
+ * Every request gets its own client address (TRUST_PROXY=true makes the service use it): 10.x.y.z
+ * from a counter, the same formula as the wrk script's. Requests made here take the next value;
+ * each wrk run starts at the counter and the counter then moves past every address it may have used.
+ */
 let ipCounter = 0;
 function nextIp(): string {
   const n = ++ipCounter;
-  return `10.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+  return `${10 + Math.floor(n / 16_777_216)}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
 }
 
 /** Other work on the machine skews every figure; the load average says whether there was any. */
 const loadText = () => loadavg().map((l) => l.toFixed(2)).join(' ');
-
-const is2xx = (status: number) => status >= 200 && status < 300;
 
 interface PhaseSummary {
   name: string;
@@ -149,31 +182,63 @@ interface PhaseSummary {
   errors: number;
   timeouts: number;
   tooMany: number;
+  /** 2xx answers whose body lacked the expected field. */
+  unreadable: number;
   statusCodes: Record<string, number>;
+  /** Seconds. */
   duration: number;
+  /** Ids read from the 2xx bodies (click_id, transaction_id) when the phase collects them. */
+  ids: string[];
+  threads: WrkThread[];
 }
 
-function summarize(name: string, result: autocannon.Result): PhaseSummary {
-  const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count]));
+function summarize(name: string, run: WrkResult): PhaseSummary {
+  const ok = run.threads.reduce((n, t) => n + t.ok, 0);
+  const seconds = run.durationUs / 1e6;
   return {
     name,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    ok: result['2xx'],
-    non2xx: result.non2xx,
-    // autocannon counts a timeout as an error too; here they are reported apart.
-    errors: result.errors - result.timeouts,
-    timeouts: result.timeouts,
-    tooMany: statusCodes['429'] ?? 0,
-    statusCodes,
-    duration: result.duration,
+    rps: seconds > 0 ? run.requests / seconds : 0,
+    p50: run.latencyUs.p50 / 1000,
+    p99: run.latencyUs.p99 / 1000,
+    ok,
+    non2xx: run.requests - ok,
+    errors: run.errors.connect + run.errors.read + run.errors.write,
+    timeouts: run.errors.timeout,
+    tooMany: run.statuses['429'] ?? 0,
+    unreadable: run.threads.reduce((n, t) => n + t.unreadable, 0),
+    statusCodes: run.statuses,
+    duration: seconds,
+    ids: run.ids,
+    threads: run.threads,
   };
 }
 
-async function drive(url: string, requests: autocannon.Request[], duration: number): Promise<autocannon.Result> {
-  // autocannon stops on its own timer after `duration` seconds; requests time out after 10 s.
-  return autocannon({ url, connections: settings.connections, duration, pipelining: 1, timeout: 10, requests });
+let runNumber = 0;
+
+/** One wrk run with the benchmark's settings (wrk stops on its own timer after `duration` seconds). */
+async function drive(name: string, baseUrl: string, spec: RequestSpec, duration: number): Promise<PhaseSummary> {
+  const ipBase = ipCounter;
+  const run = await runWrk({
+    wrk: WRK,
+    baseUrl,
+    threads: settings.threads,
+    connections: settings.connections,
+    duration,
+    timeout: REQUEST_TIMEOUT_S,
+    ipBase,
+    dir: state.tmpDir!,
+    name: `${++runNumber}-${name.replace(/[^a-z0-9]+/gi, '-')}`,
+    spec,
+  });
+  ipCounter = ipBase + settings.threads * Math.max(0, ...run.threads.map((t) => t.sent));
+  const seen = Object.values(run.statuses).reduce((a, b) => a + b, 0);
+  if (seen !== run.requests) log(`  ${name}: wrk counted ${run.requests} responses, its response() callback ${seen}`);
+  return summarize(name, run);
+}
+
+/** One JSON body for every request, as the click and the baseline send. */
+function fixedBodySpec(path: string, body: string, answer: string, collectIds: boolean): RequestSpec {
+  return { path, prelude: `local BODY = ${luaString(body)}`, build: '  body = BODY\n  extra = ""', answer, collectIds };
 }
 
 interface WalStats {
@@ -194,17 +259,30 @@ async function walSnapshot(db: Database | undefined): Promise<WalStats | undefin
   return db.one<WalStats>(walStats).catch(() => undefined);
 }
 
-/** A warm-up run (reported only as counts) then the measured run, with the same request definitions. */
-async function phase(name: string, url: string, requests: (stage: 'warmup' | 'measure') => autocannon.Request[], db?: Database) {
+type Stage = 'warmup' | 'measure';
+
+/**
+ * A warm-up run (reported only as counts) then the measured run. `requests` is asked for each run
+ * just before it starts; `afterRun` sees each run's result.
+ */
+async function phase(
+  name: string,
+  url: string,
+  requests: (stage: Stage) => RequestSpec,
+  db?: Database,
+  afterRun?: (stage: Stage, run: PhaseSummary) => void,
+) {
   let warm: PhaseSummary | undefined;
   if (settings.warmup > 0) {
     log(`  ${name}: warm-up ${settings.warmup} s`);
-    warm = summarize(`${name} warm-up`, await drive(url, requests('warmup'), settings.warmup));
+    warm = await drive(`${name} warm-up`, url, requests('warmup'), settings.warmup);
+    afterRun?.('warmup', warm);
   }
   log(`  ${name}: measuring ${settings.duration} s, ${settings.connections} connections (machine load average ${loadText()})`);
   const walBefore = await walSnapshot(db);
-  const measured = summarize(name, await drive(url, requests('measure'), settings.duration));
+  const measured = await drive(name, url, requests('measure'), settings.duration);
   const walAfter = await walSnapshot(db);
+  afterRun?.('measure', measured);
   const wal =
     walBefore && walAfter
       ? {
@@ -214,7 +292,7 @@ async function phase(name: string, url: string, requests: (stage: 'warmup' | 'me
           syncs: walAfter.syncs - walBefore.syncs,
         }
       : undefined;
-  log(`  ${name}: ${measured.rps.toFixed(0)} req/s, p99 ${measured.p99} ms, 2xx ${measured.ok}, non-2xx ${measured.non2xx}`);
+  log(`  ${name}: ${measured.rps.toFixed(0)} req/s, p50 ${fmt(measured.p50, 1)} ms, p99 ${fmt(measured.p99, 1)} ms, 2xx ${measured.ok}, non-2xx ${measured.non2xx}`);
   return { warm, measured, wal };
 }
 
@@ -294,7 +372,7 @@ async function countOf(db: Database, query: ReturnType<typeof sql>, params: unkn
   return (await db.one<{ n: number }>(query, params))!.n;
 }
 
-/** Requests still in the service when autocannon stopped may commit a moment later: wait until the count settles (bounded). */
+/** Requests still in the service when wrk stopped may commit a moment later: wait until the count settles (bounded). */
 async function settledCount(db: Database, query: ReturnType<typeof sql>): Promise<number> {
   let last = await countOf(db, query);
   const deadline = Date.now() + 5_000;
@@ -313,7 +391,7 @@ async function settledCount(db: Database, query: ReturnType<typeof sql>): Promis
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 function table(rows: PhaseSummary[]) {
-  const header = ['phase', 'req/s (mean)', 'p50 ms', 'p99 ms', '2xx', 'non-2xx', 'errors', 'timeouts', '429'];
+  const header = ['phase', 'req/s', 'p50 ms', 'p99 ms', '2xx', 'non-2xx', 'errors', 'timeouts', '429'];
   const lines = rows.map((r) => [r.name, fmt(r.rps), fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.ok), fmt(r.non2xx), fmt(r.errors), fmt(r.timeouts), fmt(r.tooMany)]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const render = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
@@ -327,8 +405,11 @@ function table(rows: PhaseSummary[]) {
 async function main(): Promise<number> {
   const started = Date.now();
   log(`ingest benchmark: node ${process.version}, fastify ${fastifyPackage.version}, ${availableParallelism()} CPUs, ` +
-    `${settings.connections} connections, ${settings.warmup} s warm-up + ${settings.duration} s per phase, pipelining 1`);
-  log(`load average before start: ${loadText()} (service, PostgreSQL and autocannon share these CPUs)`);
+    `${settings.connections} connections, ${settings.warmup} s warm-up + ${settings.duration} s per phase, no pipelining`);
+  log(`load generator: ${wrkVersion(WRK)} (${WRK}), -t${settings.threads} -c${settings.connections} --timeout ${REQUEST_TIMEOUT_S}s; ` +
+    `p50/p99 from wrk's latency histogram; 2xx counted and ids read per response by the Lua script`);
+  log(`load average before start: ${loadText()} (service, PostgreSQL and wrk share these CPUs)`);
+  state.tmpDir = await mkdtemp(join(tmpdir(), 'ats-bench-wrk-'));
 
   // 1. A fresh, migrated database.
   const dbName = `ats_bench_${randomBytes(6).toString('hex')}`;
@@ -380,55 +461,18 @@ async function main(): Promise<number> {
   // 5a. Baseline: the same request shape as a click, on an empty route.
   log('\nphases');
   const clickBody = JSON.stringify({ affiliate_url: `https://shop.bench.example/?aff=${mainProgram.affCode}` });
-  // Its answers are parsed like the clicks' so the load generator does the same work per request.
-  let baselineAnswers = 0;
-  const baselinePhase = await phase('baseline', baselineUrl, () => [
-    {
-      method: 'POST',
-      path: '/baseline',
-      headers: { 'content-type': 'application/json' },
-      body: clickBody,
-      setupRequest: (req) => {
-        req.headers['x-forwarded-for'] = nextIp();
-        return req;
-      },
-      onResponse: (status, body) => {
-        try {
-          if (is2xx(status) && (JSON.parse(body) as { success?: boolean }).success === true) baselineAnswers++;
-        } catch {
-          // counted as not answered
-        }
-      },
-    },
-  ]);
+  // Its answers are read like the clicks' so the load generator does the same work per request.
+  const baselinePhase = await phase('baseline', baselineUrl, () => fixedBodySpec('/baseline', clickBody, '"success":(true)', false));
+  const baselineAnswers = baselinePhase.measured.ok - baselinePhase.measured.unreadable;
   if (baselineAnswers === 0) throw new Error('the baseline never answered { success: true }');
   await stopChild(baseline); // idle from here on; frees its memory for the rest of the run
 
-  // 5b. Clicks. Every acknowledged click id is kept for the durability check.
+  // 5b. Clicks. Every acknowledged click id is kept for the durability check (wrk's response()
+  // reads it from each 2xx body).
   const smokeClickId = await postClick(serviceUrl, mainProgram.affCode); // acknowledged too: counted below
-  const ackedClickIds: string[] = [];
-  let unreadableClickBodies = 0;
-  const clickRequests = (): autocannon.Request[] => [
-    {
-      method: 'POST',
-      path: '/api/v1/track/click',
-      headers: { 'content-type': 'application/json' },
-      body: clickBody,
-      setupRequest: (req) => {
-        req.headers['x-forwarded-for'] = nextIp();
-        return req;
-      },
-      onResponse: (status, body) => {
-        if (!is2xx(status)) return;
-        try {
-          ackedClickIds.push((JSON.parse(body) as { click_id: string }).click_id);
-        } catch {
-          unreadableClickBodies++;
-        }
-      },
-    },
-  ];
-  const clickPhase = await phase('click', serviceUrl, clickRequests, db);
+  const clickPhase = await phase('click', serviceUrl, () => fixedBodySpec('/api/v1/track/click', clickBody, '"click_id":"([^"]+)"', true), db);
+  const ackedClickIds = [...(clickPhase.warm?.ids ?? []), ...clickPhase.measured.ids];
+  const unreadableClickBodies = (clickPhase.warm?.unreadable ?? 0) + clickPhase.measured.unreadable;
 
   // 7. Durability: every acknowledged click (smoke + warm-up + measured) has its row and its event.
   const acknowledgedClicks = 1 + (clickPhase.warm?.ok ?? 0) + clickPhase.measured.ok;
@@ -464,41 +508,41 @@ async function main(): Promise<number> {
   });
   log(`  sale: prepared in ${((Date.now() - prepStarted) / 1000).toFixed(1)} s`);
 
+  // Sale number s (counted across the warm-up and measured runs) goes to key s % programCount with
+  // that program's click floor(s / programCount) % clicksPerProgram; the transaction_id is made
+  // unique from the stage, the wrk thread id and the thread's counter.
   let saleCounter = 0;
   const salesPerKey = new Array<number>(programCount).fill(0);
-  const ackedTransactionIds: string[] = [];
-  let unreadableSaleBodies = 0;
-  const saleRequests = (stage: 'warmup' | 'measure'): autocannon.Request[] => [
-    {
-      method: 'POST',
-      path: '/api/v1/track/sale',
-      headers: { 'content-type': 'application/json' },
-      setupRequest: (req) => {
-        const i = saleCounter++;
-        const target = targets[i % programCount]!;
-        salesPerKey[i % programCount]!++;
-        const clickId = target.clickIds[Math.floor(i / programCount) % target.clickIds.length]!;
-        req.headers['x-forwarded-for'] = nextIp();
-        req.headers.authorization = `Bearer ${target.apiKey}`;
-        req.body = JSON.stringify({
-          transaction_id: `bench-${stage === 'warmup' ? 'sale-warmup' : 'sale'}-${i}`,
-          amount_cents: 1999,
-          click_id: clickId,
-          currency: 'USD',
-        });
-        return req;
-      },
-      onResponse: (status, body) => {
-        if (!is2xx(status)) return;
-        try {
-          ackedTransactionIds.push((JSON.parse(body) as { data: { transaction_id: string } }).data.transaction_id);
-        } catch {
-          unreadableSaleBodies++;
-        }
-      },
-    },
-  ];
-  const salePhase = await phase('sale', serviceUrl, saleRequests, db);
+  const saleTables = [
+    `local AUTH = {\n${targets.map((t) => `  ${luaString(`Authorization: Bearer ${t.apiKey}\r\n`)},`).join('\n')}\n}`,
+    `local CLICKS = {\n${targets.map((t) => `  {${t.clickIds.map((id) => luaString(JSON.stringify(id))).join(', ')}},`).join('\n')}\n}`,
+    'local KEYS = #AUTH',
+  ].join('\n');
+  const saleRequests = (stage: Stage): RequestSpec => ({
+    path: '/api/v1/track/sale',
+    prelude: `local SALE_BASE = ${saleCounter}\nlocal STAGE = ${luaString(stage)}\n${saleTables}`,
+    build: [
+      '  local s = SALE_BASE + i',
+      '  local k = s % KEYS + 1',
+      '  local clicks = CLICKS[k]',
+      '  extra = AUTH[k]',
+      `  body = '{"transaction_id":"bench-sale-' .. STAGE .. '-t' .. tid .. '-' .. n .. '","amount_cents":1999,"click_id":' ..`,
+      `    clicks[floor(s / KEYS) % #clicks + 1] .. ',"currency":"USD"}'`,
+    ].join('\n'),
+    answer: '"transaction_id":"([^"]+)"',
+    collectIds: true,
+  });
+  // Counts every sale request the script built (an upper bound of those sent) per key.
+  const countSales = (_stage: Stage, run: PhaseSummary) => {
+    const base = saleCounter;
+    for (const t of run.threads) {
+      for (let n = 0; n < t.sent; n++) salesPerKey[(base + n * settings.threads + t.tid) % programCount]!++;
+    }
+    saleCounter = base + settings.threads * Math.max(0, ...run.threads.map((t) => t.sent));
+  };
+  const salePhase = await phase('sale', serviceUrl, saleRequests, db, countSales);
+  const ackedTransactionIds = [...(salePhase.warm?.ids ?? []), ...salePhase.measured.ids];
+  const unreadableSaleBodies = (salePhase.warm?.unreadable ?? 0) + salePhase.measured.unreadable;
 
   const acknowledgedSales = (salePhase.warm?.ok ?? 0) + salePhase.measured.ok;
   const saleRows = await settledCount(db, count.sales);
@@ -550,16 +594,19 @@ async function main(): Promise<number> {
   const tooMany = phases.flatMap((p) => [p.measured, ...(p.warm ? [p.warm] : [])]).reduce((n, p) => n + p.tooMany, 0);
   log('\nrate limits');
   log(`  429 responses in all runs: ${tooMany}${tooMany === 0 ? '' : '  <- the load hit the service limits: the figures above are not valid'}`);
-  log(`  sale requests per key: max ${Math.max(...salesPerKey)} over ${programCount} keys (limit ${SALE_LIMIT_PER_KEY_PER_MIN}/min per key); distinct client IPs used: ${fmt(ipCounter)}`);
+  log(`  sale requests per key: max ${Math.max(...salesPerKey)} over ${programCount} keys (limit ${SALE_LIMIT_PER_KEY_PER_MIN}/min per key); ` +
+    `client IPs: a distinct one per request, ${fmt(ipCounter)} allocated`);
 
   log('\ndurability');
   log(`  acknowledged clicks (smoke 1 + warm-up ${clickPhase.warm?.ok ?? 0} + measured ${clickPhase.measured.ok}): ${acknowledgedClicks}`);
   log(`  rows in clicks: ${clickRows}; outbox click.recorded rows: ${clickEventRows}` +
     `${clickRows > acknowledgedClicks ? ` (${clickRows - acknowledgedClicks} more: requests in flight when the load stopped, committed but never acknowledged)` : ''}`);
-  log(`  acknowledged click ids found: ${ackedIdsFound} of ${distinctAckedIds} in clicks, ${ackedEventsFound} in the outbox`);
+  log(`  acknowledged click ids found (read from every 2xx body): ${ackedIdsFound} of ${distinctAckedIds} in clicks, ${ackedEventsFound} in the outbox` +
+    `${unreadableClickBodies ? `; 2xx bodies without a click_id: ${unreadableClickBodies}` : ''}`);
   log(`  every acknowledged click committed: ${clicksDurable ? 'yes' : 'no'}`);
   log(`  acknowledged sales (warm-up ${salePhase.warm?.ok ?? 0} + measured ${salePhase.measured.ok}): ${acknowledgedSales}; bench sale rows: ${saleRows}; ` +
-    `acknowledged transaction ids found: ${ackedSalesFound}; outbox sale.recorded rows: ${saleEventRows}; commissions: ${commissionRows}`);
+    `acknowledged transaction ids found: ${ackedSalesFound} of ${ackedTransactionIds.length}; outbox sale.recorded rows: ${saleEventRows}; commissions: ${commissionRows}` +
+    `${unreadableSaleBodies ? `; 2xx bodies without a transaction_id: ${unreadableSaleBodies}` : ''}`);
   log(`  every acknowledged sale committed: ${salesDurable ? 'yes' : 'no'}`);
 
   const serviceLogLines = service.tail.filter((l) => l.includes('"level"'));
@@ -578,6 +625,7 @@ process.once('SIGTERM', onSignal);
 const watchdog = setTimeout(() => {
   log(`\nwatchdog: the run exceeded ${WATCHDOG_MS / 1000} s; stopping`);
   for (const child of state.children) if (running(child)) child.proc.kill('SIGKILL');
+  killWrkRuns();
   void withTimeout(cleanup(), 20_000, 'cleanup')
     .catch(() => {})
     .finally(() => process.exit(3));
