@@ -1,0 +1,91 @@
+import { sql, type Database } from '../core/db.js';
+import type { EventLog, LogMessage } from './event-log.js';
+
+export interface OutboxRow {
+  id: number;
+  event_id: string;
+  event_type: string;
+  aggregate_key: string;
+  program_id: number;
+  test: boolean;
+  occurred_at: Date;
+  payload: Record<string, unknown>;
+}
+
+export interface RelayDeps {
+  db: Database;
+  log: EventLog;
+  /** Turns an outbox row into its message (topic, key, Avro bytes); throws for a row it cannot encode. */
+  encode(row: OutboxRow): LogMessage;
+  /** Where a row that cannot be encoded goes, with the reason, so the relay is never stuck on it. */
+  deadLetterTopic: string;
+  batchSize?: number;
+}
+
+export type RelayResult =
+  | { kind: 'ok'; relayed: number; deadLettered: number }
+  | { kind: 'idle' }
+  | { kind: 'busy' } // another relay holds the lock
+  | { kind: 'retry'; error: unknown };
+
+const RELAY_LOCK = 727274002;
+
+const q = {
+  lock: sql('relay.lock', `SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`),
+  /*
+   * Ids and txids are taken before commit and transactions commit out of order, so "id > last
+   * seen" would skip a row whose transaction commits late. Rows are taken only from transactions
+   * older than every transaction still running (the snapshot's xmin): no row can appear later
+   * below that line. A long-running transaction holds the relay back; it never makes it skip.
+   */
+  pending: sql(
+    'relay.pending',
+    `SELECT id, event_id, event_type, aggregate_key, program_id, test, occurred_at, payload
+       FROM outbox
+      WHERE relayed_at IS NULL AND txid < pg_snapshot_xmin(pg_current_snapshot())
+      ORDER BY txid, id
+      LIMIT $1`,
+  ),
+  mark: sql('relay.mark', `UPDATE outbox SET relayed_at = now() WHERE id = ANY ($1::bigint[])`),
+};
+
+function deadLetter(topic: string, row: OutboxRow, error: unknown): LogMessage {
+  const reason = error instanceof Error ? error.message : String(error);
+  return { topic, key: row.aggregate_key, value: Buffer.from(JSON.stringify({ stage: 'relay.encode', reason, row })) };
+}
+
+/**
+ * Publishes the outbox to the event log in commit order, one batch per transaction: publish,
+ * then mark. A crash between the two publishes the batch again (the loaders are idempotent by
+ * event id); a failed publish rolls back and the batch is retried.
+ */
+export function createRelay(deps: RelayDeps) {
+  const batchSize = deps.batchSize ?? 1_000;
+
+  async function relayOnce(): Promise<RelayResult> {
+    try {
+      return await deps.db.transaction(async (tx) => {
+        const lock = await tx.one<{ locked: boolean }>(q.lock);
+        if (!lock?.locked) return { kind: 'busy' } as const;
+        const rows = await tx.many<OutboxRow>(q.pending, [batchSize]);
+        if (rows.length === 0) return { kind: 'idle' } as const;
+        let deadLettered = 0;
+        const messages = rows.map((row) => {
+          try {
+            return deps.encode(row);
+          } catch (error) {
+            deadLettered += 1;
+            return deadLetter(deps.deadLetterTopic, row, error);
+          }
+        });
+        await deps.log.publish(messages);
+        await tx.many(q.mark, [rows.map((r) => r.id)]);
+        return { kind: 'ok', relayed: rows.length, deadLettered } as const;
+      });
+    } catch (error) {
+      return { kind: 'retry', error };
+    }
+  }
+
+  return { relayOnce };
+}
