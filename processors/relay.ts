@@ -8,7 +8,8 @@ export interface OutboxRow {
   aggregate_key: string;
   program_id: number;
   test: boolean;
-  occurred_at: Date;
+  /** ISO 8601 text with microseconds: a JS Date would cut the time to milliseconds. */
+  occurred_at: string;
   payload: Record<string, unknown>;
 }
 
@@ -40,7 +41,7 @@ const q = {
    */
   pending: sql(
     'relay.pending',
-    `SELECT id, event_id, event_type, aggregate_key, program_id, test, occurred_at, payload
+    `SELECT id, event_id, event_type, aggregate_key, program_id, test, to_jsonb(occurred_at) #>> '{}' AS occurred_at, payload
        FROM outbox
       WHERE relayed_at IS NULL AND txid < pg_snapshot_xmin(pg_current_snapshot())
       ORDER BY txid, id
