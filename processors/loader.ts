@@ -1,0 +1,417 @@
+import { createHash } from 'node:crypto';
+import type { Warehouse } from '../core/warehouse.js';
+import type { LogMessage } from './event-log.js';
+
+/**
+ * A decoded event as the Avro codec (processors/avro/codec.ts) returns it: the event type and
+ * the envelope with its payload. Timestamps may be ISO strings (any precision, UTC or an offset)
+ * or Dates.
+ */
+export interface DecodedEvent {
+  eventType: string;
+  value: {
+    event_id: string;
+    program_id: number;
+    occurred_at: string | Date;
+    test: boolean;
+    payload: Record<string, unknown>;
+  };
+}
+
+/** One message of a batch with its offset in its partition (kafkajs offsets are decimal strings). */
+export interface BatchMessage {
+  offset: string;
+  key?: string;
+  value: Buffer;
+}
+
+/**
+ * Consecutive messages of one topic partition, as a kafkajs eachBatch or a read of the in-process
+ * log gives them. The same range always carries the same messages, so its insert tokens are
+ * deterministic.
+ */
+export interface LoaderBatch {
+  topic: string;
+  partition: number;
+  messages: readonly BatchMessage[];
+}
+
+export type MessageResult =
+  | { offset: string; outcome: 'ok'; eventType: string; eventId: string }
+  | { offset: string; outcome: 'dead-letter'; reason: string }
+  | { offset: string; outcome: 'retry' };
+
+export type LoadResult =
+  /** Every row is acknowledged by the warehouse: commit nextOffset (after publishing the dead letters). */
+  | { kind: 'ok'; nextOffset: string; loaded: number; messages: MessageResult[]; deadLetters: DeadLetter[] }
+  /** The warehouse refused or failed: commit nothing, load the same batch again (it is idempotent). */
+  | { kind: 'retry'; error: unknown; messages: MessageResult[] };
+
+export interface DeadLetter {
+  topic: string;
+  partition: number;
+  offset: string;
+  stage: 'loader.decode' | 'loader.map';
+  reason: string;
+  message: BatchMessage;
+}
+
+export interface LoaderDeps {
+  warehouse: Warehouse;
+  /** Bytes to event; throws on bytes it cannot read (the Avro codec's decode). */
+  decode(value: Buffer): DecodedEvent;
+}
+
+export type Row = Record<string, unknown>;
+
+// ---------------------------------------------------------------------------------------------
+// Field readers: a value that does not fit its column makes the message a dead letter, naming it.
+
+class MappingError extends Error {}
+
+const fail = (field: string, expected: string, value: unknown): never => {
+  throw new MappingError(`${field}: expected ${expected}, got ${JSON.stringify(value) ?? String(value)}`);
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ISO = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]00(?::?00)?)?$/;
+
+function str(o: Row, field: string): string {
+  const v = o[field];
+  return typeof v === 'string' ? v : fail(field, 'a string', v);
+}
+function uuid(o: Row, field: string): string {
+  const v = str(o, field);
+  return UUID.test(v) ? v.toLowerCase() : fail(field, 'a UUID', v);
+}
+function int(o: Row, field: string): number {
+  const v = typeof o[field] === 'string' && /^-?\d+$/.test(o[field] as string) ? Number(o[field]) : o[field];
+  return typeof v === 'number' && Number.isSafeInteger(v) ? v : fail(field, 'an integer', o[field]);
+}
+function bool(o: Row, field: string): boolean {
+  const v = o[field];
+  return typeof v === 'boolean' ? v : fail(field, 'a boolean', v);
+}
+/** 'YYYY-MM-DD hh:mm:ss.ffffff' in UTC: what DateTime64(6, 'UTC') reads on any server, microseconds kept. */
+function time(o: Row, field: string): string {
+  const v = o[field];
+  if (v instanceof Date) {
+    if (Number.isNaN(v.getTime())) fail(field, 'a timestamp', v);
+    return v.toISOString().replace('T', ' ').replace('Z', '000');
+  }
+  if (typeof v !== 'string') return fail(field, 'a timestamp', v);
+  const m = ISO.exec(v);
+  // Without a zone the time is UTC (what Postgres and the Avro codec write is UTC anyway).
+  if (m) {
+    return `${m[1]} ${m[2]}.${(m[3] ?? '').padEnd(6, '0').slice(0, 6)}`;
+  }
+  // Another offset: exact to the millisecond through Date.
+  const d = new Date(v);
+  return Number.isNaN(d.getTime()) ? fail(field, 'a timestamp', v) : time({ [field]: d }, field);
+}
+const nullable =
+  <T>(read: (o: Row, field: string) => T) =>
+  (o: Row, field: string): T | null =>
+    o[field] === null || o[field] === undefined ? null : read(o, field);
+const intOrNull = nullable(int);
+const strOrNull = nullable(str);
+const timeOrNull = nullable(time);
+
+function payloadOf(event: DecodedEvent): Row {
+  const p = event.value.payload;
+  return p !== null && typeof p === 'object' ? p : fail('payload', 'a record', p);
+}
+
+function envelope(event: DecodedEvent): Row {
+  const v = event.value as unknown as Row;
+  const programId = int(v, 'program_id');
+  const payloadProgram = payloadOf(event).program_id;
+  if (payloadProgram !== undefined && Number(payloadProgram) !== programId) {
+    fail('payload.program_id', `the envelope's program ${programId}`, payloadProgram);
+  }
+  return { event_id: uuid(v, 'event_id'), program_id: programId, occurred_at: time(v, 'occurred_at'), test: bool(v, 'test') };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Event to rows: the event table's row, and the current-state row where the event changes state.
+
+type Mapped = Array<[table: string, row: Row]>;
+
+const commission = (p: Row) => ({
+  commission_id: uuid(p, 'commission_id'),
+  sale_id: uuid(p, 'sale_id'),
+  partner_id: int(p, 'partner_id'),
+  amount_cents: int(p, 'amount_cents'),
+  currency: str(p, 'currency'),
+  status: str(p, 'status'),
+  created_at: time(p, 'created_at'),
+});
+
+const fee = (p: Row) => ({
+  platform_fee_id: uuid(p, 'platform_fee_id'),
+  commission_id: uuid(p, 'commission_id'),
+  sale_id: uuid(p, 'sale_id'),
+  amount_cents: int(p, 'amount_cents'),
+  currency: str(p, 'currency'),
+  created_at: time(p, 'created_at'),
+});
+
+const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
+  'click.recorded': (e, p) => [
+    [
+      'click_recorded',
+      {
+        ...e,
+        click_id: str(p, 'click_id'),
+        partner_id: intOrNull(p, 'partner_id'),
+        referral_link_id: int(p, 'referral_link_id'),
+        created_at: time(p, 'created_at'),
+      },
+    ],
+  ],
+
+  'customer.changed': (e, p) => {
+    const snapshot = {
+      customer_id: int(p, 'customer_id'),
+      partner_id: intOrNull(p, 'partner_id'),
+      partner_program_id: intOrNull(p, 'partner_program_id'),
+      click_id: strOrNull(p, 'click_id'),
+      status: str(p, 'status'),
+      provisional: bool(p, 'provisional'),
+      signup_date: timeOrNull(p, 'signup_date'),
+      first_purchase_date: timeOrNull(p, 'first_purchase_date'),
+      version: int(p, 'version'),
+      updated_at: time(p, 'updated_at'),
+    };
+    return [
+      ['customer_changed', { ...e, change: str(p, 'change'), ...snapshot }],
+      ['customers_current', { program_id: e.program_id, ...snapshot, test: bool(p, 'test') }],
+    ];
+  },
+
+  'sale.recorded': (e, p) => {
+    const sale = {
+      sale_id: uuid(p, 'sale_id'),
+      transaction_id: str(p, 'transaction_id'),
+      customer_id: intOrNull(p, 'customer_id'),
+      partner_id: intOrNull(p, 'partner_id'),
+      amount_cents: int(p, 'amount_cents'),
+      currency: str(p, 'currency'),
+      status: str(p, 'status'),
+      is_recurring: bool(p, 'is_recurring'),
+    };
+    const { status, ...facts } = sale;
+    return [
+      ['sale_recorded', { ...e, ...sale, created_at: time(p, 'created_at') }],
+      [
+        'sales_current',
+        {
+          program_id: e.program_id,
+          ...facts,
+          occurred_at: time(p, 'occurred_at'),
+          test: e.test,
+          recorded_status: status,
+          changed_status: '',
+          status_changed_at: null,
+        },
+      ],
+    ];
+  },
+
+  'sale.status_changed': (e, p) => {
+    const change = {
+      sale_id: uuid(p, 'sale_id'),
+      transaction_id: str(p, 'transaction_id'),
+      status: str(p, 'status'),
+      reason: str(p, 'reason'),
+      refund_id: uuid(p, 'refund_id'),
+      changed_at: time(p, 'changed_at'),
+    };
+    // The facts are the sale.recorded row's; here they stay empty and max() keeps the recorded ones.
+    return [
+      ['sale_status_changed', { ...e, ...change }],
+      [
+        'sales_current',
+        {
+          program_id: e.program_id,
+          sale_id: change.sale_id,
+          transaction_id: change.transaction_id,
+          customer_id: null,
+          partner_id: null,
+          amount_cents: 0,
+          currency: '',
+          occurred_at: null,
+          is_recurring: false,
+          test: e.test,
+          recorded_status: '',
+          changed_status: change.status,
+          status_changed_at: change.changed_at,
+        },
+      ],
+    ];
+  },
+
+  'commission.created': (e, p) => {
+    const c = commission(p);
+    return [
+      ['commission_created', { ...e, ...c }],
+      ['commissions_current', { program_id: e.program_id, ...c, reversed_at: null, state_version: 1 }],
+    ];
+  },
+
+  'commission.reversed': (e, p) => {
+    const c = commission(p);
+    return [
+      ['commission_reversed', { ...e, ...c }],
+      ['commissions_current', { program_id: e.program_id, ...c, status: 'reversed', reversed_at: e.occurred_at, state_version: 2 }],
+    ];
+  },
+
+  'platform_fee.created': (e, p) => [['platform_fee_created', { ...e, ...fee(p) }]],
+  'platform_fee.reversed': (e, p) => [['platform_fee_reversed', { ...e, ...fee(p) }]],
+
+  'partner_program.changed': (e, p) => [
+    [
+      'partner_program_changed',
+      {
+        ...e,
+        partner_program_id: int(p, 'partner_program_id'),
+        partner_id: intOrNull(p, 'partner_id'),
+        status: str(p, 'status'),
+        created_at: time(p, 'created_at'),
+        updated_at: time(p, 'updated_at'),
+      },
+    ],
+  ],
+
+  'test_event.logged': (e, p) => [
+    [
+      'test_event_logged',
+      {
+        ...e,
+        tracking_log_id: int(p, 'tracking_log_id'),
+        event_type: str(p, 'event_type'),
+        entity_id: str(p, 'entity_id'),
+        created_at: time(p, 'created_at'),
+      },
+    ],
+  ],
+};
+
+/** Inserted in this order: events first, current state after (a reader never sees state without its event). */
+export const WAREHOUSE_TABLES = [
+  'click_recorded',
+  'customer_changed',
+  'sale_recorded',
+  'sale_status_changed',
+  'commission_created',
+  'commission_reversed',
+  'platform_fee_created',
+  'platform_fee_reversed',
+  'partner_program_changed',
+  'test_event_logged',
+  'customers_current',
+  'sales_current',
+  'commissions_current',
+] as const;
+
+/** The warehouse rows of one event; throws (a MappingError) when the event does not fit them. */
+export function eventRows(event: DecodedEvent): Mapped {
+  const mapper = MAPPERS[event.eventType];
+  if (!mapper) throw new MappingError(`no warehouse table for event type ${JSON.stringify(event.eventType)}`);
+  return mapper(envelope(event), payloadOf(event));
+}
+
+/**
+ * The insert token of one table's rows from one batch: the batch's place in the log (topic,
+ * partition, first and last offset) and a hash of its bytes, so the same range redelivered gives
+ * the same token, and a range whose content differs (a recreated topic) never collides with it.
+ */
+export function dedupToken(batch: LoaderBatch, table: string, contentHash: string): string {
+  const first = batch.messages[0]!.offset;
+  const last = batch.messages[batch.messages.length - 1]!.offset;
+  return `${batch.topic}/${batch.partition}/${first}-${last}/${contentHash}/${table}`;
+}
+
+const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** The dead-letter topic's message for a dead letter: the reason and the original bytes (base64). */
+export function deadLetterMessage(topic: string, d: DeadLetter): LogMessage {
+  return {
+    topic,
+    key: d.message.key ?? `${d.topic}/${d.partition}/${d.offset}`,
+    value: Buffer.from(
+      JSON.stringify({
+        stage: d.stage,
+        reason: d.reason,
+        source: { topic: d.topic, partition: d.partition, offset: d.offset },
+        value_base64: d.message.value.toString('base64'),
+      }),
+    ),
+  };
+}
+
+/**
+ * Loads batches of log messages into the warehouse. Never throws: a message that does not decode
+ * or map is a dead letter (with its reason) and the rest of the batch loads; a warehouse failure
+ * is a retry of the whole batch. The caller commits nextOffset only after an `ok`.
+ */
+export function createLoader(deps: LoaderDeps) {
+  async function load(batch: LoaderBatch): Promise<LoadResult> {
+    if (batch.messages.length === 0) {
+      return { kind: 'retry', error: new Error('empty batch: nothing to load or commit'), messages: [] };
+    }
+    const messages: MessageResult[] = [];
+    const deadLetters: DeadLetter[] = [];
+    const byTable = new Map<string, Row[]>();
+    const hash = createHash('sha256');
+    for (const message of batch.messages) {
+      hash.update(message.offset).update('\0').update(message.value);
+      let event: DecodedEvent;
+      try {
+        event = deps.decode(message.value);
+      } catch (error) {
+        const reason = `undecodable: ${reasonOf(error)}`;
+        messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
+        deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.decode', reason, message });
+        continue;
+      }
+      let rows: Mapped;
+      try {
+        rows = eventRows(event);
+      } catch (error) {
+        const reason = `unmappable ${event.eventType} event: ${reasonOf(error)}`;
+        messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
+        deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.map', reason, message });
+        continue;
+      }
+      for (const [table, row] of rows) {
+        const list = byTable.get(table) ?? [];
+        list.push(row);
+        byTable.set(table, list);
+      }
+      messages.push({ offset: message.offset, outcome: 'ok', eventType: event.eventType, eventId: String(event.value.event_id) });
+    }
+    const contentHash = hash.digest('hex').slice(0, 32);
+    try {
+      for (const table of WAREHOUSE_TABLES) {
+        const rows = byTable.get(table);
+        if (rows) await deps.warehouse.insert(table, rows, { dedupToken: dedupToken(batch, table, contentHash) });
+      }
+    } catch (error) {
+      return { kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) };
+    }
+    const last = batch.messages[batch.messages.length - 1]!.offset;
+    return {
+      kind: 'ok',
+      nextOffset: (BigInt(last) + 1n).toString(),
+      loaded: messages.filter((m) => m.outcome === 'ok').length,
+      messages,
+      deadLetters,
+    };
+  }
+
+  return { load };
+}
+
+export type Loader = ReturnType<typeof createLoader>;
