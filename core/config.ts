@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { WarehouseConfig } from './warehouse.js';
 
 /**
  * The only place that reads the environment. Every component receives the slice it needs.
@@ -12,6 +13,8 @@ const EnvSchema = z.object({
   DATABASE_URL: z.string().optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   REDIS_URL: z.string().optional(),
+  CLICKHOUSE_URL: z.string().optional(),
+  PIPELINE: z.enum(['on', 'off']).default('on'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRUST_PROXY: z
     .enum(['true', 'false'])
@@ -43,6 +46,13 @@ export interface TrackingConfig {
   docsBaseUrl: string;
 }
 
+/**
+ * The stream half in this process. Embedded: relay and loader run inside the ingest process,
+ * publishing straight into the warehouse. Off: ingest only (the distributed relay and loader are
+ * separate processes).
+ */
+export type PipelineConfig = { kind: 'embedded'; warehouse: WarehouseConfig } | { kind: 'off' };
+
 export interface Config {
   env: 'development' | 'production' | 'test';
   logLevel: string;
@@ -52,6 +62,7 @@ export interface Config {
   database: DatabaseConfig;
   rateLimit: RateLimitConfig;
   tracking: TrackingConfig;
+  pipeline: PipelineConfig;
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -72,5 +83,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg` },
     rateLimit: e.REDIS_URL ? { kind: 'redis', url: e.REDIS_URL } : { kind: 'memory' },
     tracking: { platformFeeBps: e.PLATFORM_FEE_BPS, docsBaseUrl: e.DOCS_BASE_URL },
+    // Until the Kafka relay lands, the stream half runs only embedded, beside PGlite.
+    pipeline:
+      e.PIPELINE === 'on' && !e.DATABASE_URL
+        ? {
+            kind: 'embedded',
+            warehouse: e.CLICKHOUSE_URL
+              ? { kind: 'http', url: e.CLICKHOUSE_URL }
+              : { kind: 'chdb', path: `${e.DATA_DIR.replace(/\/$/, '')}/ch` },
+          }
+        : { kind: 'off' },
   };
 }

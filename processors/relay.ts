@@ -1,4 +1,4 @@
-import { sql, type Database } from '../core/db.js';
+import { sql, type Database, type Queryable } from '../core/db.js';
 import type { EventLog, LogMessage } from './event-log.js';
 
 export interface OutboxRow {
@@ -63,30 +63,63 @@ function deadLetter(topic: string, row: OutboxRow, error: unknown): LogMessage {
 export function createRelay(deps: RelayDeps) {
   const batchSize = deps.batchSize ?? 1_000;
 
+  async function publishAndMark(source: Queryable): Promise<RelayResult> {
+    const rows = await source.many<OutboxRow>(q.pending, [batchSize]);
+    if (rows.length === 0) return { kind: 'idle' };
+    let deadLettered = 0;
+    const messages = rows.map((row) => {
+      try {
+        return deps.encode(row);
+      } catch (error) {
+        deadLettered += 1;
+        return deadLetter(deps.deadLetterTopic, row, error);
+      }
+    });
+    await deps.log.publish(messages);
+    await source.many(q.mark, [rows.map((r) => r.id)]);
+    return { kind: 'ok', relayed: rows.length, deadLettered };
+  }
+
   async function relayOnce(): Promise<RelayResult> {
     try {
+      // PGlite is one process with one connection: there is no other relay to exclude, and a
+      // transaction held across the publish would stall every ingest request meanwhile.
+      if (deps.db.kind === 'pglite') return await publishAndMark(deps.db);
       return await deps.db.transaction(async (tx) => {
         const lock = await tx.one<{ locked: boolean }>(q.lock);
         if (!lock?.locked) return { kind: 'busy' } as const;
-        const rows = await tx.many<OutboxRow>(q.pending, [batchSize]);
-        if (rows.length === 0) return { kind: 'idle' } as const;
-        let deadLettered = 0;
-        const messages = rows.map((row) => {
-          try {
-            return deps.encode(row);
-          } catch (error) {
-            deadLettered += 1;
-            return deadLetter(deps.deadLetterTopic, row, error);
-          }
-        });
-        await deps.log.publish(messages);
-        await tx.many(q.mark, [rows.map((r) => r.id)]);
-        return { kind: 'ok', relayed: rows.length, deadLettered } as const;
+        return publishAndMark(tx);
       });
     } catch (error) {
       return { kind: 'retry', error };
     }
   }
 
-  return { relayOnce };
+  /** Relays until stopped: at once while there is a backlog, every intervalMs when idle or failing. */
+  function start(options: { intervalMs?: number; onResult?: (result: RelayResult) => void } = {}) {
+    const intervalMs = options.intervalMs ?? 200;
+    let stopped = false;
+    let wake: (() => void) | undefined;
+    const loop = (async () => {
+      while (!stopped) {
+        const result = await relayOnce();
+        options.onResult?.(result);
+        if (result.kind === 'ok') continue;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, intervalMs).unref();
+        });
+      }
+    })();
+    return {
+      /** Finishes the batch in flight, then stops. */
+      async stop() {
+        stopped = true;
+        wake?.();
+        await loop;
+      },
+    };
+  }
+
+  return { relayOnce, start };
 }
