@@ -149,13 +149,22 @@ describe.each(databaseKinds().filter((k) => k === 'postgres'))('outbox relay wit
   it('two relays at once: one works, the other stands by, nothing is published twice', async () => {
     const log = createInProcessLog();
     let release!: () => void;
+    let entered!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const held = { ...log, publish: async (m: LogMessage[]) => { await gate; await log.publish(m); } };
+    const inPublish = new Promise<void>((resolve) => (entered = resolve));
+    const held = {
+      ...log,
+      publish: async (m: LogMessage[]) => {
+        entered();
+        await gate;
+        await log.publish(m);
+      },
+    };
     const first = createRelay({ db: t.db, log: held, encode, deadLetterTopic: DEAD });
     const second = createRelay({ db: t.db, log, encode, deadLetterTopic: DEAD });
     for (let i = 0; i < 3; i++) await click();
     const running = first.relayOnce();
-    await new Promise((r) => setTimeout(r, 100));
+    await inPublish; // the first relay holds the lock from here until its batch is marked
     expect((await second.relayOnce()).kind).toBe('busy');
     release();
     expect(await running).toEqual({ kind: 'ok', relayed: 3, deadLettered: 0 });
