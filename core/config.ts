@@ -15,6 +15,19 @@ const EnvSchema = z.object({
   REDIS_URL: z.string().optional(),
   CLICKHOUSE_URL: z.string().optional(),
   PIPELINE: z.enum(['on', 'off']).default('on'),
+  SERVICE: z.enum(['all', 'ingest', 'relay', 'loader']).optional(),
+  KAFKA_BROKERS: z.string().optional(),
+  KAFKA_CLIENT: z.enum(['kafkajs', 'platformatic']).default('kafkajs'),
+  KAFKA_CLIENT_ID: z.string().min(1).default('affiliate-tracking'),
+  KAFKA_TOPIC_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/).default(''),
+  KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(1_000).default(3),
+  KAFKA_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(10).default(1),
+  RELAY_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(2_000),
+  RELAY_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(100),
+  LOADER_GROUP_ID: z.string().min(1).default('ats-loader'),
+  LOADER_FLUSH_MS: z.coerce.number().int().min(10).max(60_000).default(500),
+  LOADER_MIN_BATCH_BYTES: z.coerce.number().int().min(1).max(64 * 1024 * 1024).default(256 * 1024),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRUST_PROXY: z
     .enum(['true', 'false'])
@@ -53,6 +66,31 @@ export interface TrackingConfig {
  */
 export type PipelineConfig = { kind: 'embedded'; warehouse: WarehouseConfig } | { kind: 'off' };
 
+export type ServiceRole = 'ingest' | 'relay' | 'loader';
+
+export interface KafkaConfig {
+  brokers: string[];
+  /** kafkajs (the named client) or @platformatic/kafka behind the same event-log seam. */
+  client: 'kafkajs' | 'platformatic';
+  clientId: string;
+  /** Put before every topic name (tests and side-by-side installs use their own topics). */
+  topicPrefix: string;
+  /** Used when the service creates its topics at start. */
+  topics: { partitions: number; replicationFactor: number };
+}
+
+export interface RelayConfig {
+  batchSize: number;
+  pollIntervalMs: number;
+}
+
+export interface LoaderConfig {
+  groupId: string;
+  /** A batch is loaded when it holds minBatchBytes or flushIntervalMs has passed, whichever comes first. */
+  flushIntervalMs: number;
+  minBatchBytes: number;
+}
+
 export interface Config {
   env: 'development' | 'production' | 'test';
   logLevel: string;
@@ -63,16 +101,68 @@ export interface Config {
   rateLimit: RateLimitConfig;
   tracking: TrackingConfig;
   pipeline: PipelineConfig;
+  /** What this process runs: all three in the embedded mode, one each in the distributed mode. */
+  roles: ReadonlySet<ServiceRole>;
+  /** The event log between relay and loader; without it both run in one process on the in-process log. */
+  kafka: KafkaConfig | undefined;
+  /** The warehouse the loader fills and the dashboard reads. */
+  warehouse: WarehouseConfig;
+  relay: RelayConfig;
+  loader: LoaderConfig;
+  /** Where the relay and loader serve /metrics; undefined: not served. */
+  metrics: { host: string; port: number } | undefined;
 }
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed = EnvSchema.safeParse(env);
+const ROLES: Record<'all' | ServiceRole, ServiceRole[]> = {
+  all: ['ingest', 'relay', 'loader'],
+  ingest: ['ingest'],
+  relay: ['relay'],
+  loader: ['loader'],
+};
+
+/**
+ * service: the role named on the command line (`main.ts relay`), which wins over SERVICE. Without
+ * either, the embedded mode (no DATABASE_URL) runs everything and the distributed mode runs ingest.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, options: { service?: string } = {}): Config {
+  const parsed = EnvSchema.safeParse(options.service ? { ...env, SERVICE: options.service } : env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const dataDir = e.DATA_DIR.replace(/\/$/, '');
+  const service = e.SERVICE ?? (e.DATABASE_URL ? 'ingest' : e.PIPELINE === 'off' ? 'ingest' : 'all');
+  const roles = new Set(ROLES[service]);
+  const brokers = (e.KAFKA_BROKERS ?? '')
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
+  const problems: string[] = [];
+  // PGlite is a directory one process opens; the in-process log connects relay and loader only inside one process.
+  if (!e.DATABASE_URL && service !== 'all' && service !== 'ingest') {
+    problems.push(`  SERVICE=${service} needs DATABASE_URL: the embedded Postgres (PGlite) lives in one process, so run SERVICE=all`);
+  }
+  if (!brokers.length && (service === 'relay' || service === 'loader')) {
+    problems.push(`  SERVICE=${service} needs KAFKA_BROKERS: without Kafka the relay and the loader run together in one process (SERVICE=all)`);
+  }
+  if (problems.length) throw new Error(`Invalid configuration:\n${problems.join('\n')}`);
+  const warehouse: WarehouseConfig = e.CLICKHOUSE_URL ? { kind: 'http', url: e.CLICKHOUSE_URL } : { kind: 'chdb', path: `${dataDir}/ch` };
   return {
+    roles,
+    kafka: brokers.length
+      ? {
+          brokers,
+          client: e.KAFKA_CLIENT,
+          clientId: e.KAFKA_CLIENT_ID,
+          topicPrefix: e.KAFKA_TOPIC_PREFIX,
+          topics: { partitions: e.KAFKA_TOPIC_PARTITIONS, replicationFactor: e.KAFKA_REPLICATION_FACTOR },
+        }
+      : undefined,
+    warehouse,
+    relay: { batchSize: e.RELAY_BATCH_SIZE, pollIntervalMs: e.RELAY_POLL_MS },
+    loader: { groupId: e.LOADER_GROUP_ID, flushIntervalMs: e.LOADER_FLUSH_MS, minBatchBytes: e.LOADER_MIN_BATCH_BYTES },
+    metrics: e.METRICS_PORT === undefined ? undefined : { host: e.HOST, port: e.METRICS_PORT },
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
     dataDir: e.DATA_DIR,
@@ -83,15 +173,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg` },
     rateLimit: e.REDIS_URL ? { kind: 'redis', url: e.REDIS_URL } : { kind: 'memory' },
     tracking: { platformFeeBps: e.PLATFORM_FEE_BPS, docsBaseUrl: e.DOCS_BASE_URL },
-    // Until the Kafka relay lands, the stream half runs only embedded, beside PGlite.
-    pipeline:
-      e.PIPELINE === 'on' && !e.DATABASE_URL
-        ? {
-            kind: 'embedded',
-            warehouse: e.CLICKHOUSE_URL
-              ? { kind: 'http', url: e.CLICKHOUSE_URL }
-              : { kind: 'chdb', path: `${e.DATA_DIR.replace(/\/$/, '')}/ch` },
-          }
-        : { kind: 'off' },
+    pipeline: roles.has('relay') && roles.has('loader') && !brokers.length ? { kind: 'embedded', warehouse } : { kind: 'off' },
   };
 }

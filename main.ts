@@ -1,0 +1,133 @@
+/**
+ * The entry point of every process: `tsx main.ts [all|ingest|relay|loader]` (or SERVICE=...).
+ * Wires config to components, listens, and on SIGTERM drains in order: stop accepting requests,
+ * relay what they wrote, finish the batch being loaded, close the stores.
+ */
+import { mkdir } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import { loadConfig, type Config } from './core/config.js';
+import { openDatabase, type Database } from './core/db.js';
+import { createLogger } from './core/log.js';
+import { migrate } from './core/migrate.js';
+import { migrateWarehouse } from './core/warehouse-migrate.js';
+import { openWarehouse, type Warehouse } from './core/warehouse.js';
+import { buildApp } from './ingest/app.js';
+import { ensureDemo, type DemoCredentials } from './ingest/demo.js';
+import { memoryRateLimitStore, redisRateLimitStore } from './ingest/http/rate-limit.js';
+import { createAvroCodec } from './processors/avro/codec.js';
+import { startEmbeddedPipeline } from './processors/embedded-pipeline.js';
+import { startLoaderService, startRelayService, type RunningService } from './processors/services.js';
+
+function banner(url: string, mode: string, demo: DemoCredentials | undefined): string {
+  const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`];
+  if (demo) {
+    lines.push(
+      `  demo program id:      ${demo.programId}`,
+      `  demo API key:         ${demo.apiKey}`,
+      `  demo aff code:        ${demo.affCode}`,
+      `  demo dashboard token: ${demo.dashboardToken}`,
+      ``,
+      `  try: curl -s ${url}/api/v1/track/click -H 'content-type: application/json' \\`,
+      `         -d '{"affiliate_url":"https://shop.demo.example/?aff=${demo.affCode}"}'`,
+    );
+  }
+  return `${lines.join('\n')}\n\n`;
+}
+
+function describeMode(config: Config): string {
+  const roles = [...config.roles];
+  const parts = [config.database.kind === 'pglite' ? 'embedded Postgres (PGlite)' : 'Postgres'];
+  if (roles.length === 3) {
+    parts.push(`relay and loader in this process${config.kafka ? ' through Kafka' : ''}`);
+  } else {
+    parts.push(`${roles.join(', ')} only`);
+  }
+  if (config.roles.has('loader') || config.roles.has('ingest')) {
+    parts.push(config.warehouse.kind === 'chdb' ? 'embedded warehouse (chDB)' : 'ClickHouse');
+  }
+  return parts.join(', ');
+}
+
+async function openStores(config: Config, logger: Logger) {
+  const needsDatabase = config.roles.has('ingest') || config.roles.has('relay');
+  if (config.database.kind === 'pglite') await mkdir(config.dataDir, { recursive: true });
+  const db: Database | undefined = needsDatabase
+    ? await openDatabase(config.database, {
+        onConnectionError: (err) => logger.error({ err }, 'idle database connection failed; replaced'),
+      })
+    : undefined;
+  if (db) {
+    const applied = await migrate(db);
+    if (applied.length) logger.info({ applied }, 'migrations applied');
+  }
+  // chDB is a directory one process opens: an ingest-only process reads it only when it also loads it.
+  const needsWarehouse = config.roles.has('loader') || (config.roles.has('ingest') && config.warehouse.kind === 'http');
+  let warehouse: Warehouse | undefined;
+  if (needsWarehouse) {
+    warehouse = await openWarehouse(config.warehouse);
+    const applied = await migrateWarehouse(warehouse);
+    if (applied.length) logger.info({ applied }, 'warehouse migrations applied');
+  }
+  return { db, warehouse };
+}
+
+async function main() {
+  const config = loadConfig(undefined, { service: process.argv[2] });
+  const logger = createLogger(config.logLevel);
+  const { db, warehouse } = await openStores(config, logger);
+  const codec = createAvroCodec();
+  const services: RunningService[] = [];
+
+  const rateLimits = config.rateLimit.kind === 'redis' ? await redisRateLimitStore(config.rateLimit.url) : memoryRateLimitStore();
+  const app =
+    config.roles.has('ingest') && db
+      ? await buildApp({ db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking })
+      : undefined;
+
+  if (config.pipeline.kind === 'embedded' && db && warehouse) {
+    services.push(startEmbeddedPipeline({ db, warehouse, codec, logger }));
+  }
+  if (config.kafka && config.roles.has('relay') && db) {
+    services.push(await startRelayService({ db, kafka: config.kafka, relay: config.relay, codec, logger }));
+  }
+  if (config.kafka && config.roles.has('loader') && warehouse) {
+    services.push(await startLoaderService({ kafka: config.kafka, loader: config.loader, warehouse, codec, logger }));
+  }
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, 'shutting down');
+    try {
+      await app?.close();
+      for (const service of services) await service.stop();
+      await rateLimits.close();
+      await warehouse?.close();
+      await db?.close();
+      process.exit(0);
+    } catch (error) {
+      logger.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  if (!app || !db) {
+    logger.info({ roles: [...config.roles], mode: describeMode(config) }, 'started');
+    process.stdout.write(`\nAffiliate tracking ${[...config.roles].join(', ')} running\n  mode: ${describeMode(config)}\n\n`);
+    return;
+  }
+  await app.listen({ host: config.http.host, port: config.http.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.http.port;
+  const url = config.http.publicBaseUrl ?? `http://${config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host}:${port}`;
+  const demo = config.database.kind === 'pglite' && config.seedDemo ? await ensureDemo(db, config.dataDir, new URL(url).origin) : undefined;
+  process.stdout.write(banner(url, describeMode(config), demo));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
