@@ -140,8 +140,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     .filter(Boolean);
   const problems: string[] = [];
   // PGlite is a directory one process opens; the in-process log connects relay and loader only inside one process.
-  if (!e.DATABASE_URL && service !== 'all' && service !== 'ingest') {
-    problems.push(`  SERVICE=${service} needs DATABASE_URL: the embedded Postgres (PGlite) lives in one process, so run SERVICE=all`);
+  if (!e.DATABASE_URL && service === 'relay') {
+    problems.push(`  SERVICE=relay needs DATABASE_URL: the embedded Postgres (PGlite) lives in one process, so run SERVICE=all`);
   }
   if (!brokers.length && (service === 'relay' || service === 'loader')) {
     problems.push(`  SERVICE=${service} needs KAFKA_BROKERS: without Kafka the relay and the loader run together in one process (SERVICE=all)`);

@@ -85,6 +85,7 @@ export async function startKafkaLoader(deps: KafkaLoaderDeps): Promise<KafkaLoad
           continue;
         }
         resolveOffset(lastOffset);
+        deps.logger.debug({ topic, partition, nextOffset: result.nextOffset, loaded: result.loaded, deadLettered: result.deadLetters.length }, 'batch loaded');
         deps.observer?.loaded?.(topic, partition, result, Number(process.hrtime.bigint() - started) / 1e9);
         deps.observer?.lag?.(topic, partition, Number(batch.offsetLag()));
         return;

@@ -14,6 +14,8 @@
 #   KAFKA_VERSION        Kafka release to run (default 4.3.1; every org.apache.kafka artifact of that
 #                        version must be on Central: 4.4.0's kafka-tools-api is missing there)
 #   KAFKA_CACHE_DIR      where jars, config, data, pid and log live (default <repo>/.kafka)
+#   KAFKA_STATE_DIR      config, data, pid and log of this broker (default <cache>/broker, pid and log in <cache>),
+#                        for a second broker beside the first one (with its own KAFKA_PORT/KAFKA_CONTROLLER_PORT)
 #   KAFKA_PORT           client listener port (default 9092); KAFKA_CONTROLLER_PORT (default 9093)
 #   KAFKA_HEAP_OPTS      default -Xms128m -Xmx512m; KAFKA_JVM_OPTS for anything else
 #   KAFKA_START_TIMEOUT  seconds to wait for the broker to answer (default 120)
@@ -34,10 +36,11 @@ HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m}"
 MVN="${MVN:-mvn}"
 
 DIST="$CACHE/$KAFKA_VERSION"   # pom.xml, libs/, tools/ (the readiness probe): depends on the version only
-STATE="$CACHE/broker"          # server.properties, log4j2.properties, data/
+STATE="${KAFKA_STATE_DIR:-$CACHE/broker}"   # server.properties, log4j2.properties, data/
 DATA="$STATE/data"
-PID_FILE="$CACHE/broker.pid"
-LOG_FILE="$CACHE/broker.log"
+# A second broker (the fault tests' own) keeps its state, pid and log apart and shares the jars.
+PID_FILE="${KAFKA_STATE_DIR:+$STATE/broker.pid}"; PID_FILE="${PID_FILE:-$CACHE/broker.pid}"
+LOG_FILE="${KAFKA_STATE_DIR:+$STATE/broker.log}"; LOG_FILE="${LOG_FILE:-$CACHE/broker.log}"
 CONFIG="$STATE/server.properties"
 
 say() { echo "kafka-broker: $*"; }
