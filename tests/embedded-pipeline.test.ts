@@ -7,12 +7,14 @@ import { sql } from '../core/db.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../core/warehouse.js';
 import { createAvroCodec } from '../processors/avro/codec.js';
-import { DEAD_LETTER_TOPIC } from '../processors/embedded-pipeline.js';
+import { createLogger } from '../core/log.js';
+import { DEAD_LETTER_TOPIC, startEmbeddedPipeline } from '../processors/embedded-pipeline.js';
 import { createLoader } from '../processors/loader.js';
 import { createLoadingLog } from '../processors/loading-log.js';
 import { createRelay } from '../processors/relay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
+import { sendTraffic, waitForSameFigures } from './support/pipeline.js';
 
 /** Events per type in the outbox, and the same read from the warehouse (duplicates folded by FINAL). */
 const outboxCounts = sql('t.embedded_outbox', `SELECT event_type, count(*) AS n FROM outbox GROUP BY event_type`);
@@ -126,6 +128,19 @@ describe('embedded pipeline: outbox, relay and loader into chDB in one process',
     down = false;
     while ((await relay.relayOnce()).kind === 'ok');
     expect(await warehouseCounts()).toEqual(await expectedCounts());
+  });
+
+  it('the embedded pipeline as npm start runs it: events over HTTP give the same per-program, per-day figures in the warehouse as in Postgres', async () => {
+    const programs = [program, await createTestProgram(app, t.db, { commission_type: 'recurring_fixed', commission_rate: 300 })];
+    const running = startEmbeddedPipeline({ db: t.db, warehouse, codec: createAvroCodec(), logger: createLogger('silent'), pollIntervalMs: 20 });
+    try {
+      await sendTraffic(app, programs, 20);
+      const { postgres, warehouse: seen } = await waitForSameFigures(t.db, warehouse, 60_000);
+      expect(seen).toEqual(postgres);
+      expect(postgres.filter((l) => l.startsWith(`sales|${programs[1]!.programId}|`)).length).toBeGreaterThan(0);
+    } finally {
+      await running.stop();
+    }
   });
 
   it('the relay loop drains the backlog and stops cleanly', async () => {
