@@ -8,6 +8,7 @@ import type { Database } from '../core/db.js';
 import { rotationWarnings } from './http/auth.js';
 import { errorHandler, registerErrorHandling } from './http/errors.js';
 import type { RateLimitStore } from './http/rate-limit.js';
+import { dashboardPageRoutes } from './routes/dashboard-page.js';
 import { managementRoutes } from './routes/management.js';
 import { readinessRoutes } from './routes/readiness.js';
 import { trackRoutes } from './routes/track.js';
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   await app.register(managementRoutes, { prefix: '/api/tracking', db });
 
+  await app.register(dashboardPageRoutes);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   return app;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Database } from '../../core/db.js';
+import { sql, type Database } from '../../core/db.js';
 import { issueProgramKey } from '../domain/api-keys.js';
 import { COMMISSION_TYPES } from '../domain/commissions.js';
 import { canonicalOrigin } from '../domain/origins.js';
@@ -103,6 +103,14 @@ const Program = z.object({
 
 const programView = (p: ProgramView) => ({ ...p, created_at: p.created_at.toISOString(), updated_at: p.updated_at.toISOString() });
 
+/** What a dashboard shows to pick a program: every program of every workspace the user belongs to. */
+const programsOfUser = sql(
+  'programs.list_for_user',
+  `SELECT p.id, p.workspace_id, p.name, p.domain FROM programs p JOIN members m ON m.workspace_id = p.workspace_id
+    WHERE m.user_id = $1 ORDER BY p.workspace_id, p.id`,
+);
+const ProgramListItem = z.object({ id: z.number().int(), workspace_id: z.number().int(), name: z.string(), domain: z.string() });
+
 const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 409: PlatformError, 500: PlatformError };
 
 /** The link a partner shares: the program's domain with ?aff=. */
@@ -172,6 +180,14 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
       });
       return { data: programView(program) };
     },
+  );
+
+  app.get(
+    '/programs',
+    { config, schema: { summary: "List the programs of the session's workspaces", response: { 200: z.object({ data: z.array(ProgramListItem) }), ...errors } } },
+    async (request) => ({
+      data: await db.many<z.infer<typeof ProgramListItem>>(programsOfUser, [request.dashboardUserId!]),
+    }),
   );
 
   app.patch(
