@@ -5,10 +5,12 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fast
 import type { Logger } from 'pino';
 import type { TrackingConfig } from '../core/config.js';
 import type { Database } from '../core/db.js';
+import type { Warehouse } from '../core/warehouse.js';
 import { rotationWarnings } from './http/auth.js';
 import { errorHandler, registerErrorHandling } from './http/errors.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { dashboardPageRoutes } from './routes/dashboard-page.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { managementRoutes } from './routes/management.js';
 import { readinessRoutes } from './routes/readiness.js';
 import { trackRoutes } from './routes/track.js';
@@ -21,6 +23,8 @@ export interface AppDeps {
   tracking: TrackingConfig;
   /** Milliseconds since the epoch; rate-limit windows are read from it. */
   clock?: () => number;
+  /** The warehouse behind the dashboard's performance figures; without it that route answers 500. */
+  warehouse?: Warehouse;
 }
 
 const MANAGEMENT_BODY_LIMIT = 64 * 1024;
@@ -95,6 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     { prefix: '/api/v1' },
   );
   await app.register(managementRoutes, { prefix: '/api/tracking', db });
+  await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock });
 
   await app.register(dashboardPageRoutes);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -6,7 +6,7 @@ import { ERROR_NAMES, M, SALE_CODE_BY_STATUS } from './messages.js';
  * The API surfaces whose errors differ: the 500 message, whether the platform envelope carries
  * error.code (sale, refund), and whether errors use the typed envelope (readiness).
  */
-export type Surface = 'click' | 'lead' | 'sale' | 'refund' | 'readiness' | 'management' | 'other';
+export type Surface = 'click' | 'lead' | 'sale' | 'refund' | 'readiness' | 'management' | 'performance' | 'status' | 'other';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -54,6 +54,8 @@ const FAILURE_MESSAGE: Record<Surface, string> = {
   refund: M.refund.failed,
   readiness: M.readiness.failed,
   management: M.management.failed,
+  performance: M.dashboard.performanceFailed,
+  status: M.dashboard.statusFailed,
   other: M.management.failed,
 };
 

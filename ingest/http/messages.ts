@@ -95,6 +95,22 @@ export const M = {
     failed: 'Internal server error', // ours
   },
   notFound: 'Route not found', // ours
+  dashboard: {
+    sessionRequired: 'A dashboard session is required', // ours, same words as management
+    notMember: 'You are not a member of the workspace that owns this program', // ours, same words as management
+    programNotFound: 'Program not found', // ours
+    trackingReadRequired: 'You do not have tracking:read permission on this program', // ours
+    period: 'period must be one of: 7d, 30d, 90d, all', // ours
+    date: (name: 'dateFrom' | 'dateTo') =>
+      `${name} must be an ISO 8601 date (YYYY-MM-DD) or date-time between 2000-01-01 and 2099-12-31`, // ours
+    datesTogether: 'dateFrom and dateTo must be sent together', // ours
+    dateOrder: 'dateFrom must not be after dateTo', // ours
+    dateSpan: (maxDays: number) => `dateFrom to dateTo may cover at most ${maxDays} days`, // ours
+    unknownQuery: (keys: string[]) => `Unknown query parameter${keys.length > 1 ? 's' : ''}: ${keys.join(', ')}`, // ours
+    badQuery: 'The query string is not valid', // ours
+    performanceFailed: 'Failed to load performance data', // ours
+    statusFailed: 'Failed to load integration status', // ours
+  },
 } as const;
 
 /** Names of the platform envelope, by status (spec "Envelopes"; 413, 415 and 429 are ours). */

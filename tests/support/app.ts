@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { sql, type Database } from '../../core/db.js';
+import type { Warehouse } from '../../core/warehouse.js';
 import { createLogger } from '../../core/log.js';
 import { buildApp } from '../../ingest/app.js';
 import { addMember, createSession, createWorkspace } from '../../ingest/domain/workspaces.js';
@@ -12,11 +13,13 @@ export async function buildTestApp(
   db: Database,
   rateLimits: RateLimitStore = memoryRateLimitStore(),
   clock?: () => number,
+  warehouse?: Warehouse,
 ): Promise<FastifyInstance> {
   const app = await buildApp({
     db,
     rateLimits,
     clock,
+    warehouse,
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     trustProxy: true,
     tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },

@@ -1,0 +1,142 @@
+import { sql, type Database } from '../../core/db.js';
+import type { PaymentTrackingMode } from './programs.js';
+import type { Role } from './workspaces.js';
+
+/** Permissions of the dashboard, by workspace role. tracking:read (performance, status) is every member's. */
+export type Permission = 'tracking:read';
+const PERMISSIONS: Record<Role, readonly Permission[]> = {
+  owner: ['tracking:read'],
+  member: ['tracking:read'],
+};
+export const can = (role: Role, permission: Permission): boolean => PERMISSIONS[role].includes(permission);
+
+/** The status endpoint counts test events up to this many per step (spec "Limits"). */
+export const TEST_EVENT_COUNT_CAP = 10;
+
+const q = {
+  access: sql(
+    'dashboard.program_access',
+    `SELECT p.created_at AS "createdAt", m.role
+       FROM programs p LEFT JOIN members m ON m.workspace_id = p.workspace_id AND m.user_id = $2
+      WHERE p.id = $1`,
+  ),
+  // One round trip; every count reads at most the cap from the (program_id, event_type, created_at) index.
+  integration: sql(
+    'dashboard.integration_facts',
+    `SELECT p.payment_tracking_mode AS "paymentTrackingMode",
+            EXISTS (SELECT 1 FROM partner_programs pp WHERE pp.program_id = p.id AND pp.status = 'approved') AS "hasPartners",
+            (SELECT count(*) FROM (SELECT 1 FROM tracking_logs t
+                                    WHERE t.program_id = p.id AND t.event_type = 'click' LIMIT $2) c) AS "clickCount",
+            (SELECT count(*) FROM (SELECT 1 FROM tracking_logs t
+                                    WHERE t.program_id = p.id AND t.event_type = 'lead' LIMIT $2) l) AS "leadCount",
+            lc.id AS "latestClickId", lc.created_at AS "latestClickAt",
+            ll.id AS "latestLeadId", ll.created_at AS "latestLeadAt"
+       FROM programs p
+       LEFT JOIN LATERAL (SELECT id, created_at FROM tracking_logs t WHERE t.program_id = p.id AND t.event_type = 'click'
+                           ORDER BY created_at DESC, id DESC LIMIT 1) lc ON true
+       LEFT JOIN LATERAL (SELECT id, created_at FROM tracking_logs t WHERE t.program_id = p.id AND t.event_type = 'lead'
+                           ORDER BY created_at DESC, id DESC LIMIT 1) ll ON true
+      WHERE p.id = $1`,
+  ),
+};
+
+export interface ProgramAccess {
+  createdAt: Date;
+  /** Null when the user is not a member of the program's workspace. */
+  role: Role | null;
+}
+
+/** The program and the user's role in its workspace; undefined for an unknown program. */
+export async function programAccess(db: Database, userId: number, programId: number): Promise<ProgramAccess | undefined> {
+  return db.one<ProgramAccess>(q.access, [programId, userId]);
+}
+
+export interface TestEventSummary {
+  /** Up to TEST_EVENT_COUNT_CAP. */
+  count: number;
+  latest: { id: number; createdAt: Date } | null;
+}
+
+export interface IntegrationFacts {
+  paymentTrackingMode: PaymentTrackingMode;
+  hasPartners: boolean;
+  pageview: TestEventSummary;
+  referrals: TestEventSummary;
+}
+
+interface IntegrationRow {
+  paymentTrackingMode: PaymentTrackingMode;
+  hasPartners: boolean;
+  clickCount: number;
+  leadCount: number;
+  latestClickId: number | null;
+  latestClickAt: Date | null;
+  latestLeadId: number | null;
+  latestLeadAt: Date | null;
+}
+
+/**
+ * What the integration checklist is made of, read from Postgres (the system of record): test
+ * click and lead entries of the tracking log, the payment tracking mode, approved partners. A
+ * brand checks the list right after sending a test event, so it must see its own write at once;
+ * the warehouse copy (test_event_logged) trails by the relay's delay. Undefined for an unknown program.
+ */
+export async function integrationFacts(db: Database, programId: number): Promise<IntegrationFacts | undefined> {
+  const row = await db.one<IntegrationRow>(q.integration, [programId, TEST_EVENT_COUNT_CAP]);
+  if (!row) return undefined;
+  const summary = (count: number, id: number | null, at: Date | null): TestEventSummary => ({
+    count: Number(count),
+    latest: id === null || at === null ? null : { id: Number(id), createdAt: at },
+  });
+  return {
+    paymentTrackingMode: row.paymentTrackingMode,
+    hasPartners: row.hasPartners,
+    pageview: summary(row.clickCount, row.latestClickId, row.latestClickAt),
+    referrals: summary(row.leadCount, row.latestLeadId, row.latestLeadAt),
+  };
+}
+
+/** A processor connection does not exist yet (no Connect flow): every program reports this raw status. */
+export const PROCESSOR_NOT_CONNECTED = 'not_connected';
+
+/** The body of GET /api/tracking/status/:programId. */
+export function integrationStatus(programId: number, facts: IntegrationFacts, now: Date) {
+  const processorConnectionStatus: string = PROCESSOR_NOT_CONNECTED;
+  const isProcessorConnected = processorConnectionStatus === 'connected';
+  const paymentsComplete = isProcessorConnected || facts.paymentTrackingMode === 's2s';
+  const statistics = (s: TestEventSummary) => ({
+    testEventCount: Math.min(s.count, TEST_EVENT_COUNT_CAP),
+    hasTestEvents: s.count > 0,
+    latestTestEvent: s.latest && {
+      id: s.latest.id,
+      timestamp: s.latest.createdAt.toISOString(),
+      createdAt: s.latest.createdAt.toISOString(),
+    },
+  });
+  const step = (complete: boolean) => (complete ? ('complete' as const) : ('pending' as const));
+  return {
+    programId: String(programId),
+    stepStatuses: {
+      pageview: step(facts.pageview.count > 0),
+      referrals: step(facts.referrals.count > 0),
+      payments: step(paymentsComplete),
+    },
+    statistics: {
+      pageview: statistics(facts.pageview),
+      referrals: statistics(facts.referrals),
+      payments: {
+        paymentTrackingMode: facts.paymentTrackingMode,
+        methodReady: paymentsComplete,
+        processorConnectionStatus,
+        isProcessorConnected,
+        processorAccountId: null,
+        chargesEnabled: false,
+        payoutsEnabled: false,
+        detailsSubmitted: false,
+        connectionDate: null,
+      },
+    },
+    hasPartners: facts.hasPartners,
+    lastUpdated: now.toISOString(),
+  };
+}
