@@ -4,7 +4,7 @@
  *
  * Against a real PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * it creates a throw-away database ats_bench_<hex>, migrates and seeds it with the domain
- * functions, starts the real service (ingest/server.ts) and a bare Fastify baseline as child
+ * functions, starts the real service (main.ts, ingest role) and a bare Fastify baseline as child
  * processes on loopback, drives both with wrk (bench/wrk.ts), checks durability, and drops the
  * database. wrk must be on PATH (Debian: apt-get install wrk): a load generator in JavaScript
  * takes too much of a small machine's CPU from the service and PostgreSQL it measures.
@@ -21,18 +21,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import fastifyPackage from 'fastify/package.json' with { type: 'json' };
-import pg from 'pg';
 import { openDatabase, sql, type Database } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
-import { issueProgramKey } from '../ingest/domain/api-keys.js';
-import { createPartner, createProgram, type ProgramSettings } from '../ingest/domain/programs.js';
 import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { freePort, running, startChild, stopChild, waitForHttp, type Child } from './processes.js';
+import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, processCpuMicros, seedProgram, withTimeout } from './setup.js';
 import { findWrk, killWrkRuns, luaString, runWrk, wrkVersion, type RequestSpec, type WrkResult, type WrkThread } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
-const BENCH_DATABASE = /^ats_bench_[a-z0-9]+$/;
 const HOST = '127.0.0.1';
 
 /** The service's limits the load must stay under (ingest/routes/track.ts). */
@@ -99,32 +95,6 @@ const state: {
 
 const log = (line = '') => process.stdout.write(`${line}\n`);
 
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`${what} took more than ${ms} ms`)))]);
-}
-
-function databaseUrl(adminUrl: string, name: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function adminQuery(text: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: settings.adminUrl, connectionTimeoutMillis: 5_000 });
-  await admin.connect();
-  try {
-    await withTimeout(admin.query(text), 30_000, text);
-  } finally {
-    await admin.end();
-  }
-}
-
-/** Destructive: refuses any name that is not a benchmark database. */
-async function dropBenchDatabase(name: string): Promise<void> {
-  if (!BENCH_DATABASE.test(name)) throw new Error(`refusing to drop ${name}: not a benchmark database`);
-  await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-}
-
 function cleanup(): Promise<void> {
   state.cleaning ??= (async () => {
     killWrkRuns();
@@ -137,7 +107,7 @@ function cleanup(): Promise<void> {
     if (state.db) await withTimeout(state.db.close(), 10_000, 'closing the bench pool').catch((e: unknown) => log(`closing the bench pool: ${String(e)}`));
     if (state.dbName) {
       try {
-        await dropBenchDatabase(state.dbName);
+        await dropBenchDatabase(settings.adminUrl, state.dbName);
         log(`dropped database ${state.dbName}`);
       } catch (error) {
         log(`could not drop database ${state.dbName}: ${String(error)}`);
@@ -261,17 +231,20 @@ async function walSnapshot(db: Database | undefined): Promise<WalStats | undefin
 
 type Stage = 'warmup' | 'measure';
 
+interface PhaseOptions {
+  /** For the WAL counters. */
+  db?: Database;
+  /** The process answering, whose CPU time is read around the measured run. */
+  pid?: number;
+  afterRun?: (stage: Stage, run: PhaseSummary) => void;
+}
+
 /**
  * A warm-up run (reported only as counts) then the measured run. `requests` is asked for each run
- * just before it starts; `afterRun` sees each run's result.
+ * just before it starts; `afterRun` sees each run's result. `cpuPerOk` is the answering process's
+ * CPU time (user + system) per 2xx in µs: unlike req/s it hardly moves when others load the machine.
  */
-async function phase(
-  name: string,
-  url: string,
-  requests: (stage: Stage) => RequestSpec,
-  db?: Database,
-  afterRun?: (stage: Stage, run: PhaseSummary) => void,
-) {
+async function phase(name: string, url: string, requests: (stage: Stage) => RequestSpec, { db, pid, afterRun }: PhaseOptions = {}) {
   let warm: PhaseSummary | undefined;
   if (settings.warmup > 0) {
     log(`  ${name}: warm-up ${settings.warmup} s`);
@@ -280,7 +253,9 @@ async function phase(
   }
   log(`  ${name}: measuring ${settings.duration} s, ${settings.connections} connections (machine load average ${loadText()})`);
   const walBefore = await walSnapshot(db);
+  const cpuBefore = pid === undefined ? undefined : processCpuMicros(pid);
   const measured = await drive(name, url, requests('measure'), settings.duration);
+  const cpuAfter = pid === undefined ? undefined : processCpuMicros(pid);
   const walAfter = await walSnapshot(db);
   afterRun?.('measure', measured);
   const wal =
@@ -292,8 +267,10 @@ async function phase(
           syncs: walAfter.syncs - walBefore.syncs,
         }
       : undefined;
-  log(`  ${name}: ${measured.rps.toFixed(0)} req/s, p50 ${fmt(measured.p50, 1)} ms, p99 ${fmt(measured.p99, 1)} ms, 2xx ${measured.ok}, non-2xx ${measured.non2xx}`);
-  return { warm, measured, wal };
+  const cpuPerOk = cpuBefore !== undefined && cpuAfter !== undefined && measured.ok > 0 ? (cpuAfter - cpuBefore) / measured.ok : undefined;
+  log(`  ${name}: ${measured.rps.toFixed(0)} req/s, p50 ${fmt(measured.p50, 1)} ms, p99 ${fmt(measured.p99, 1)} ms, 2xx ${measured.ok}, non-2xx ${measured.non2xx}` +
+    `${cpuPerOk === undefined ? '' : `, ${fmt(cpuPerOk, 1)} µs CPU per 2xx`}`);
+  return { warm, measured, wal, cpuPerOk };
 }
 
 /** Runs tasks with at most `concurrency` in flight. */
@@ -320,35 +297,6 @@ async function postClick(baseUrl: string, affCode: string): Promise<string> {
   const text = await res.text();
   if (res.status !== 200) throw new Error(`click for ${affCode} answered ${res.status}: ${text}`);
   return (JSON.parse(text) as { click_id: string }).click_id;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Seeding (domain functions, as ingest/demo.ts does).
-
-interface SeededProgram {
-  programId: number;
-  apiKey: string;
-  affCode: string;
-}
-
-function programSettings(name: string): ProgramSettings {
-  return {
-    name,
-    domain: 'shop.bench.example',
-    commission_type: 'percent',
-    commission_rate: 10,
-    attribution_window_days: 60,
-    lead_auth: 'server_required',
-    paymentTrackingMode: 's2s',
-    allowed_origins: [],
-  };
-}
-
-async function seedProgram(db: Database, workspaceId: number, label: string): Promise<SeededProgram> {
-  const program = await createProgram(db, workspaceId, programSettings(`Bench program ${label}`));
-  const { apiKey } = await issueProgramKey(db, program.id);
-  const partner = await createPartner(db, program.id, { name: `Bench partner ${label}`, email: `partner-${label}@bench.example`, affCode: `bench-${label}` });
-  return { programId: program.id, apiKey, affCode: partner.affCode };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,7 +361,7 @@ async function main(): Promise<number> {
 
   // 1. A fresh, migrated database.
   const dbName = `ats_bench_${randomBytes(6).toString('hex')}`;
-  await adminQuery(`CREATE DATABASE ${dbName}`);
+  await createBenchDatabase(settings.adminUrl, dbName);
   state.dbName = dbName;
   const dbUrl = databaseUrl(settings.adminUrl, dbName);
   const db = await openDatabase({ kind: 'postgres', url: dbUrl, poolSize: 8 });
@@ -432,7 +380,7 @@ async function main(): Promise<number> {
   const nodeArgs = (script: string) => [...(settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] : []), '--import', 'tsx', script];
   const baseEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
   const servicePort = await freePort();
-  const service = startChild('service', nodeArgs('ingest/server.ts'), {
+  const service = startChild('service', nodeArgs('main.ts'), {
     cwd: ROOT,
     env: {
       ...baseEnv,
@@ -443,6 +391,10 @@ async function main(): Promise<number> {
       TRUST_PROXY: 'true',
       SEED_DEMO: 'false',
       DATABASE_POOL_SIZE: '20',
+      // The ingest role only, as in the distributed mode; said explicitly because with all roles
+      // (and no KAFKA_BROKERS) this process would also relay every click into chDB: about as much
+      // CPU again as ingesting it, the relay's cost rather than the ingest path's.
+      SERVICE: 'ingest',
     },
   });
   state.children.push(service);
@@ -462,7 +414,7 @@ async function main(): Promise<number> {
   log('\nphases');
   const clickBody = JSON.stringify({ affiliate_url: `https://shop.bench.example/?aff=${mainProgram.affCode}` });
   // Its answers are read like the clicks' so the load generator does the same work per request.
-  const baselinePhase = await phase('baseline', baselineUrl, () => fixedBodySpec('/baseline', clickBody, '"success":(true)', false));
+  const baselinePhase = await phase('baseline', baselineUrl, () => fixedBodySpec('/baseline', clickBody, '"success":(true)', false), { pid: baseline.proc.pid });
   const baselineAnswers = baselinePhase.measured.ok - baselinePhase.measured.unreadable;
   if (baselineAnswers === 0) throw new Error('the baseline never answered { success: true }');
   await stopChild(baseline); // idle from here on; frees its memory for the rest of the run
@@ -470,7 +422,7 @@ async function main(): Promise<number> {
   // 5b. Clicks. Every acknowledged click id is kept for the durability check (wrk's response()
   // reads it from each 2xx body).
   const smokeClickId = await postClick(serviceUrl, mainProgram.affCode); // acknowledged too: counted below
-  const clickPhase = await phase('click', serviceUrl, () => fixedBodySpec('/api/v1/track/click', clickBody, '"click_id":"([^"]+)"', true), db);
+  const clickPhase = await phase('click', serviceUrl, () => fixedBodySpec('/api/v1/track/click', clickBody, '"click_id":"([^"]+)"', true), { db, pid: service.proc.pid });
   const ackedClickIds = [...(clickPhase.warm?.ids ?? []), ...clickPhase.measured.ids];
   const unreadableClickBodies = (clickPhase.warm?.unreadable ?? 0) + clickPhase.measured.unreadable;
 
@@ -540,7 +492,7 @@ async function main(): Promise<number> {
     }
     saleCounter = base + settings.threads * Math.max(0, ...run.threads.map((t) => t.sent));
   };
-  const salePhase = await phase('sale', serviceUrl, saleRequests, db, countSales);
+  const salePhase = await phase('sale', serviceUrl, saleRequests, { db, pid: service.proc.pid, afterRun: countSales });
   const ackedTransactionIds = [...(salePhase.warm?.ids ?? []), ...salePhase.measured.ids];
   const unreadableSaleBodies = (salePhase.warm?.unreadable ?? 0) + salePhase.measured.unreadable;
 
@@ -573,6 +525,13 @@ async function main(): Promise<number> {
   log(`  baseline  = ${fmt(baseRps)} req/s`);
   log(`  clicks/s  = ${(clickPhase.measured.rps / baseRps).toFixed(2)} x baseline`);
   log(`  sales/s   = ${(salePhase.measured.rps / baseRps).toFixed(2)} x baseline`);
+  const baseCpu = baselinePhase.cpuPerOk;
+  if (baseCpu !== undefined && clickPhase.cpuPerOk !== undefined && salePhase.cpuPerOk !== undefined) {
+    log('\nNode CPU per 2xx (user + system of the answering process, /proc/<pid>/stat; steadier than req/s on a busy machine)');
+    log(`  baseline  = ${fmt(baseCpu, 1)} µs`);
+    log(`  click     = ${fmt(clickPhase.cpuPerOk, 1)} µs = ${(clickPhase.cpuPerOk / baseCpu).toFixed(2)} x baseline`);
+    log(`  sale      = ${fmt(salePhase.cpuPerOk, 1)} µs = ${(salePhase.cpuPerOk / baseCpu).toFixed(2)} x baseline`);
+  }
 
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
   log('\ntargets (reported, not asserted)');
