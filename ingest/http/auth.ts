@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Database } from '../../core/db.js';
 import { findProgramKey, type ProgramKey } from '../domain/api-keys.js';
 import { hashSecret } from '../domain/secrets.js';
@@ -70,14 +70,9 @@ function rotationHeaders(notice: RotationNotice): Record<string, string> {
 export function programKeyHook(db: Database, options: KeyAuthOptions) {
   const now = options.now ?? (() => new Date());
   const docsUrl = `${options.docsBaseUrl}/errors#api_key_rotation_required`;
-  return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
-    const bearer = parseBearer(request.headers.authorization);
-    if (bearer.kind === 'absent' || bearer.kind === 'empty') {
-      if (options.anonymousAllowed) return;
-      throw keyFailure(options.surface, bearer.kind === 'absent' ? 'malformed' : 'missing');
-    }
-    if (bearer.kind === 'malformed') throw keyFailure(options.surface, 'malformed');
-    const key = await findProgramKey(db, bearer.token);
+
+  async function resolveKey(request: FastifyRequest, reply: FastifyReply, token: string) {
+    const key = await findProgramKey(db, token);
     if (!key) throw keyFailure(options.surface, 'invalid');
     if (key.rotationMarkedAt && key.rotationDeadline) {
       const notice = { markedAt: key.rotationMarkedAt, deadline: key.rotationDeadline, docsUrl };
@@ -94,17 +89,29 @@ export function programKeyHook(db: Database, options: KeyAuthOptions) {
       request.rotationNotice = notice;
     }
     request.programKey = key;
+  }
+
+  // Callback style: an anonymous browser call (most clicks) is decided without a promise.
+  return function authenticate(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+    const bearer = parseBearer(request.headers.authorization);
+    if (bearer.kind === 'absent' || bearer.kind === 'empty') {
+      if (options.anonymousAllowed) return done();
+      return done(keyFailure(options.surface, bearer.kind === 'absent' ? 'malformed' : 'missing'));
+    }
+    if (bearer.kind === 'malformed') return done(keyFailure(options.surface, 'malformed'));
+    resolveKey(request, reply, bearer.token).then(() => done(), done);
   };
 }
 
 /** onSend: a marked key's responses gain a top-level warnings array beside data. */
-export async function rotationWarnings(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+export function rotationWarnings(request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) {
   const notice = request.rotationNotice;
+  // Callback style: every response passes here, and almost none carries a notice.
   if (!notice || typeof payload !== 'string' || !String(reply.getHeader('content-type') ?? '').includes('json')) {
-    return payload;
+    return done(null, payload);
   }
   const body = JSON.parse(payload) as Record<string, unknown>;
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return payload;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return done(null, payload);
   const rotateBy = notice.deadline.toISOString();
   body.warnings = [
     {
@@ -115,5 +122,5 @@ export async function rotationWarnings(request: FastifyRequest, reply: FastifyRe
       docs_url: notice.docsUrl,
     },
   ];
-  return JSON.stringify(body);
+  done(null, JSON.stringify(body));
 }

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Redis } from 'ioredis';
 import { ApiError } from './errors.js';
 import { M } from './messages.js';
@@ -9,8 +9,11 @@ import { M } from './messages.js';
  * the reset; the spec wants unix seconds, and sale and refund share one budget.)
  */
 export interface RateLimitStore {
-  /** Counts one hit for key in the window starting at windowStart and returns the window's count. */
-  hit(key: string, windowStart: number, windowMs: number): Promise<number>;
+  /**
+   * Counts one hit for key in the window starting at windowStart and returns the window's count:
+   * at once from memory, as a promise from Redis.
+   */
+  hit(key: string, windowStart: number, windowMs: number): number | Promise<number>;
   close(): Promise<void>;
 }
 
@@ -18,7 +21,7 @@ export function memoryRateLimitStore(): RateLimitStore {
   let currentWindow = -1;
   let counts = new Map<string, number>();
   return {
-    async hit(key, windowStart) {
+    hit(key, windowStart) {
       // Only the current window matters: dropping the old map bounds memory to one window's keys.
       if (windowStart !== currentWindow) {
         currentWindow = windowStart;
@@ -66,29 +69,52 @@ export interface RateRule {
 
 export function rateLimitHook(store: RateLimitStore, rule: RateRule, log: FastifyBaseLogger, now: () => number = Date.now) {
   const windowMs = rule.windowMs ?? 60_000;
-  return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
+  const limitHeader = String(rule.limit);
+  const prefix = `${rule.bucket}:`;
+  // The reset header is the same for every request of a window: built once per window.
+  let resetWindow = -1;
+  let resetHeader = '';
+
+  function verdict(reply: FastifyReply, count: number, at: number, resetAt: number): ApiError | undefined {
+    reply.header('X-RateLimit-Limit', limitHeader);
+    reply.header('X-RateLimit-Remaining', String(Math.max(0, rule.limit - count)));
+    reply.header('X-RateLimit-Reset', resetHeader);
+    if (count <= rule.limit) return undefined;
+    const retryAfter = Math.max(1, Math.ceil((resetAt - at) / 1000));
+    return new ApiError(429, M.rateLimited, {
+      envelope: 'typed',
+      code: 'rate_limited',
+      extra: { status: 429, retry_after_seconds: retryAfter },
+      headers: { 'Retry-After': String(retryAfter) },
+    });
+  }
+
+  // A limiter outage must not stop tracking: fail open, loudly.
+  const failOpen = (err: unknown) => log.error({ err, bucket: rule.bucket }, 'rate limit store unavailable; request allowed');
+
+  // Callback style: with the memory store a request is counted without a promise.
+  return function rateLimit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
     const at = now();
     const windowStart = Math.floor(at / windowMs) * windowMs;
     const resetAt = windowStart + windowMs;
-    let count: number;
+    if (windowStart !== resetWindow) {
+      resetWindow = windowStart;
+      resetHeader = String(Math.ceil(resetAt / 1000));
+    }
+    let counted: number | Promise<number>;
     try {
-      count = await store.hit(`${rule.bucket}:${rule.keyOf(request)}`, windowStart, windowMs);
+      counted = store.hit(prefix + rule.keyOf(request), windowStart, windowMs);
     } catch (err) {
-      // A limiter outage must not stop tracking: fail open, loudly.
-      log.error({ err, bucket: rule.bucket }, 'rate limit store unavailable; request allowed');
-      return;
+      failOpen(err);
+      return done();
     }
-    reply.header('X-RateLimit-Limit', String(rule.limit));
-    reply.header('X-RateLimit-Remaining', String(Math.max(0, rule.limit - count)));
-    reply.header('X-RateLimit-Reset', String(Math.ceil(resetAt / 1000)));
-    if (count > rule.limit) {
-      const retryAfter = Math.max(1, Math.ceil((resetAt - at) / 1000));
-      throw new ApiError(429, M.rateLimited, {
-        envelope: 'typed',
-        code: 'rate_limited',
-        extra: { status: 429, retry_after_seconds: retryAfter },
-        headers: { 'Retry-After': String(retryAfter) },
-      });
-    }
+    if (typeof counted === 'number') return done(verdict(reply, counted, at, resetAt));
+    counted.then(
+      (count) => done(verdict(reply, count, at, resetAt)),
+      (err: unknown) => {
+        failOpen(err);
+        done();
+      },
+    );
   };
 }
