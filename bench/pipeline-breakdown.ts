@@ -1,0 +1,161 @@
+/**
+ * Where the pipeline's time goes: the relay and the loader run in the benchmark's own process,
+ * the real components (createRelay, createLoader) with their dependencies wrapped in timers.
+ *   relay:  wall time of encoding, of publishing (Kafka until acks), and the rest (Postgres: the
+ *           lock, the pending query, the mark, the commit);
+ *   loader: wall time of decoding, of the warehouse inserts (chDB: JSON encoding, parsing, writing
+ *           parts), and the rest (mapping to rows, the batch hash).
+ * Figures are ms per 1,000 events. The process is otherwise idle, but the machine is not.
+ */
+import type { Logger } from 'pino';
+import type { KafkaConfig } from '../core/config.js';
+import type { Database } from '../core/db.js';
+import { migrateWarehouse } from '../core/warehouse-migrate.js';
+import { openWarehouse, type Warehouse } from '../core/warehouse.js';
+import type { AvroCodec } from '../processors/avro/codec.js';
+import type { EventLog, LogMessage } from '../processors/event-log.js';
+import { createKafkaEventLog, ensureTopics } from '../processors/kafka.js';
+import { createLoader, type LoaderBatch } from '../processors/loader.js';
+import { createRelay } from '../processors/relay.js';
+import { topicsOf } from '../processors/topics.js';
+
+export interface RelayBreakdown {
+  relayed: number;
+  batches: number;
+  /** ms per 1,000 events. */
+  encode: number;
+  publish: number;
+  postgres: number;
+  total: number;
+}
+
+/** Relays the whole outbox in this process; returns the timings and the messages it published. */
+export async function relayBreakdown(options: {
+  db: Database;
+  kafka: KafkaConfig;
+  codec: AvroCodec;
+  batchSize: number;
+  logger: Logger;
+}): Promise<{ figures: RelayBreakdown; messages: LogMessage[] }> {
+  const { codec, kafka } = options;
+  const topics = topicsOf(codec, kafka.topicPrefix);
+  await ensureTopics(kafka, [...topics.events, topics.deadLetter], options.logger);
+  const inner = await createKafkaEventLog(kafka, options.logger);
+  const messages: LogMessage[] = [];
+  let encodeMs = 0;
+  let publishMs = 0;
+  const log: EventLog = {
+    async publish(batch) {
+      const started = performance.now();
+      await inner.publish(batch);
+      publishMs += performance.now() - started;
+      for (const m of batch) messages.push(m);
+    },
+    close: () => inner.close(),
+  };
+  const relay = createRelay({
+    db: options.db,
+    log,
+    encode: (row) => {
+      const started = performance.now();
+      const m = codec.message(row);
+      encodeMs += performance.now() - started;
+      return { ...m, topic: topics.name(m.topic) };
+    },
+    deadLetterTopic: topics.deadLetter,
+    batchSize: options.batchSize,
+  });
+  let relayed = 0;
+  let batches = 0;
+  const started = performance.now();
+  try {
+    for (;;) {
+      const result = await relay.relayOnce();
+      if (result.kind === 'idle') break;
+      if (result.kind === 'retry') throw result.error;
+      if (result.kind === 'busy') throw new Error('another relay holds the lock');
+      relayed += result.relayed;
+      batches += 1;
+    }
+  } finally {
+    await log.close();
+  }
+  const totalMs = performance.now() - started;
+  const per = (ms: number) => (ms / relayed) * 1000;
+  return {
+    figures: { relayed, batches, encode: per(encodeMs), publish: per(publishMs), postgres: per(totalMs - encodeMs - publishMs), total: per(totalMs) },
+    messages,
+  };
+}
+
+export interface LoaderBreakdown {
+  loaded: number;
+  batches: number;
+  /** ms per 1,000 events. */
+  decode: number;
+  insert: number;
+  mapAndHash: number;
+  total: number;
+}
+
+/**
+ * Loads the messages into a chDB warehouse in this process (opened once: chDB binds one
+ * directory per process), batchSize consecutive messages of one topic at a time, as the loader's
+ * consumer would hand them over.
+ */
+export async function loaderBreakdown(options: { messages: readonly LogMessage[]; codec: AvroCodec; chdbPath: string; batchSize: number }): Promise<LoaderBreakdown> {
+  const real = await openWarehouse({ kind: 'chdb', path: options.chdbPath });
+  try {
+    await migrateWarehouse(real);
+    let insertMs = 0;
+    let decodeMs = 0;
+    const warehouse: Warehouse = {
+      kind: real.kind,
+      async insert(table, rows, insertOptions) {
+        const started = performance.now();
+        await real.insert(table, rows, insertOptions);
+        insertMs += performance.now() - started;
+      },
+      query: (q, p) => real.query(q, p),
+      command: (q, p) => real.command(q, p),
+      close: () => real.close(),
+    };
+    const loader = createLoader({
+      warehouse,
+      decode: (value) => {
+        const started = performance.now();
+        const event = options.codec.decode(value);
+        decodeMs += performance.now() - started;
+        return event;
+      },
+    });
+    const byTopic = new Map<string, LogMessage[]>();
+    for (const m of options.messages) {
+      const list = byTopic.get(m.topic) ?? [];
+      list.push(m);
+      byTopic.set(m.topic, list);
+    }
+    const batches: LoaderBatch[] = [];
+    for (const [topic, list] of byTopic) {
+      for (let i = 0; i < list.length; i += options.batchSize) {
+        batches.push({
+          topic,
+          partition: 0,
+          messages: list.slice(i, i + options.batchSize).map((m, j) => ({ offset: String(i + j), key: m.key, value: m.value })),
+        });
+      }
+    }
+    let loaded = 0;
+    const started = performance.now();
+    for (const batch of batches) {
+      const result = await loader.load(batch);
+      if (result.kind !== 'ok') throw result.error;
+      loaded += result.loaded;
+    }
+    const totalMs = performance.now() - started;
+    const per = (ms: number) => (ms / loaded) * 1000;
+    return { loaded, batches: batches.length, decode: per(decodeMs), insert: per(insertMs), mapAndHash: per(totalMs - decodeMs - insertMs), total: per(totalMs) };
+  } finally {
+    await real.close();
+  }
+}
