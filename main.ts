@@ -16,6 +16,7 @@ import { ensureDemo, type DemoCredentials } from './ingest/demo.js';
 import { memoryRateLimitStore, redisRateLimitStore } from './ingest/http/rate-limit.js';
 import { createAvroCodec } from './processors/avro/codec.js';
 import { startEmbeddedPipeline } from './processors/embedded-pipeline.js';
+import { createPipelineMetrics, serveMetrics, startMetricsLog } from './processors/metrics.js';
 import { startLoaderService, startRelayService, type RunningService } from './processors/services.js';
 
 function banner(url: string, mode: string, demo: DemoCredentials | undefined): string {
@@ -81,17 +82,25 @@ async function main() {
   const rateLimits = config.rateLimit.kind === 'redis' ? await redisRateLimitStore(config.rateLimit.url) : memoryRateLimitStore();
   const app =
     config.roles.has('ingest') && db
-      ? await buildApp({ db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking })
+      ? await buildApp({ db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse })
       : undefined;
 
+  // Relay and loader figures: on /metrics when METRICS_PORT is set, and in the logs every minute.
+  const streams = config.roles.has('relay') || config.roles.has('loader');
+  const metrics = streams ? createPipelineMetrics({ db: config.roles.has('relay') ? db : undefined, logger }) : undefined;
+  const metricsServer =
+    metrics && config.metrics ? await serveMetrics({ registry: metrics.registry, host: config.metrics.host, port: config.metrics.port, logger }) : undefined;
+  if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served');
+  const stopMetricsLog = metrics ? startMetricsLog({ metrics, logger, intervalMs: 60_000 }) : () => {};
+
   if (config.pipeline.kind === 'embedded' && db && warehouse) {
-    services.push(startEmbeddedPipeline({ db, warehouse, codec, logger }));
+    services.push(startEmbeddedPipeline({ db, warehouse, codec, logger, metrics }));
   }
   if (config.kafka && config.roles.has('relay') && db) {
-    services.push(await startRelayService({ db, kafka: config.kafka, relay: config.relay, codec, logger }));
+    services.push(await startRelayService({ db, kafka: config.kafka, relay: config.relay, codec, logger, metrics }));
   }
   if (config.kafka && config.roles.has('loader') && warehouse) {
-    services.push(await startLoaderService({ kafka: config.kafka, loader: config.loader, warehouse, codec, logger }));
+    services.push(await startLoaderService({ kafka: config.kafka, loader: config.loader, warehouse, codec, logger, metrics }));
   }
 
   let closing = false;
@@ -102,6 +111,8 @@ async function main() {
     try {
       await app?.close();
       for (const service of services) await service.stop();
+      stopMetricsLog();
+      await metricsServer?.close();
       await rateLimits.close();
       await warehouse?.close();
       await db?.close();

@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { Database } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
 import type { AvroCodec } from './avro/codec.js';
+import type { EventType } from '../ingest/domain/outbox.js';
 import { createLoader } from './loader.js';
+import type { PipelineMetrics } from './metrics.js';
 import { createLoadingLog } from './loading-log.js';
 import { createRelay, type RelayResult } from './relay.js';
 import type { RunningService } from './services.js';
@@ -21,14 +23,19 @@ export function startEmbeddedPipeline(deps: {
   codec: AvroCodec;
   logger: Logger;
   pollIntervalMs?: number;
+  metrics?: PipelineMetrics;
   onResult?(result: RelayResult): void;
 }): RunningService {
-  const log = createLoadingLog({
-    loader: createLoader({ warehouse: deps.warehouse, decode: deps.codec.decode }),
+  const loader = createLoader({ warehouse: deps.warehouse, decode: deps.codec.decode });
+  const loadingLog = createLoadingLog({
+    loader: deps.metrics ? deps.metrics.instrumentLoader(loader) : loader,
     deadLetterTopic: DEAD_LETTER_TOPIC,
     reportDeadLetter: (topic, reason, value) =>
       deps.logger.error({ topic, reason, value: value.toString('base64') }, 'event dead-lettered'),
   });
+  const log = deps.metrics
+    ? deps.metrics.instrumentEventLog(loadingLog, { deadLetterTopic: DEAD_LETTER_TOPIC, topicOf: (t) => deps.codec.route(t as EventType).topic })
+    : loadingLog;
   const relay = createRelay({ db: deps.db, log, encode: deps.codec.message, deadLetterTopic: DEAD_LETTER_TOPIC });
   const loop = relay.start({
     intervalMs: deps.pollIntervalMs,

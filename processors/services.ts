@@ -2,10 +2,12 @@ import type { Logger } from 'pino';
 import type { KafkaConfig, LoaderConfig, RelayConfig } from '../core/config.js';
 import type { Database } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
+import type { EventType } from '../ingest/domain/outbox.js';
 import type { AvroCodec } from './avro/codec.js';
 import type { EventLog } from './event-log.js';
 import { createKafkaEventLog, createKafkajsClient, ensureTopics } from './kafka.js';
 import { startKafkaLoader, type KafkaLoaderObserver } from './kafka-loader.js';
+import type { PipelineMetrics } from './metrics.js';
 import { createLoader } from './loader.js';
 import { createRelay, type RelayResult } from './relay.js';
 import { topicsOf } from './topics.js';
@@ -28,6 +30,7 @@ export interface RelayServiceDeps {
   relay: RelayConfig;
   codec: AvroCodec;
   logger: Logger;
+  metrics?: PipelineMetrics;
   onResult?(result: RelayResult): void;
 }
 
@@ -36,9 +39,15 @@ export async function startRelayService(deps: RelayServiceDeps): Promise<Running
   await createTopics(deps.kafka, deps.codec, deps.logger);
   const topics = topicsOf(deps.codec, deps.kafka.topicPrefix);
   const log: EventLog = await createKafkaEventLog(deps.kafka, deps.logger);
+  const counted = deps.metrics
+    ? deps.metrics.instrumentEventLog(log, {
+        deadLetterTopic: topics.deadLetter,
+        topicOf: (eventType) => topics.name(deps.codec.route(eventType as EventType).topic),
+      })
+    : log;
   const relay = createRelay({
     db: deps.db,
-    log,
+    log: counted,
     encode: (row) => {
       const message = deps.codec.message(row);
       return { ...message, topic: topics.name(message.topic) };
@@ -68,6 +77,8 @@ export interface LoaderServiceDeps {
   warehouse: Warehouse;
   codec: AvroCodec;
   logger: Logger;
+  /** Counts loads, dead letters, retries and lag (or pass an observer of your own). */
+  metrics?: PipelineMetrics;
   observer?: KafkaLoaderObserver;
 }
 
@@ -87,7 +98,7 @@ export async function startLoaderService(deps: LoaderServiceDeps): Promise<Runni
     flushIntervalMs: deps.loader.flushIntervalMs,
     minBatchBytes: deps.loader.minBatchBytes,
     concurrency: deps.warehouse.kind === 'chdb' ? 1 : deps.kafka.topics.partitions,
-    observer: deps.observer,
+    observer: deps.observer ?? deps.metrics?.loaderObserver(),
   });
   return {
     async stop() {
