@@ -86,3 +86,28 @@ export async function readTopic(config: KafkaConfig, topic: string, expected: nu
     await consumer.disconnect();
   }
 }
+
+/** Resolves once the group has committed every partition of the topics up to its end. */
+export async function waitForGroupCaughtUp(config: KafkaConfig & { groupId: string }, topics: readonly string[], timeoutMs = 60_000): Promise<void> {
+  const admin = new Kafka({ clientId: config.clientId, brokers: config.brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      let behind = 0;
+      for (const topic of topics) {
+        const ends = await admin.fetchTopicOffsets(topic);
+        const [group] = await admin.fetchOffsets({ groupId: config.groupId, topics: [topic] });
+        for (const p of ends) {
+          const committed = Number(group?.partitions.find((g) => g.partition === p.partition)?.offset ?? '-1');
+          behind += Math.max(0, Number(p.high) - Math.max(committed, Number(p.low)));
+        }
+      }
+      if (behind === 0) return;
+      if (Date.now() > deadline) throw new Error(`the loader group is still ${behind} messages behind`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
