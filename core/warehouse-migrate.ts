@@ -36,15 +36,16 @@ export function statements(text: string): string[] {
  * statement per call (a ClickHouse server takes one statement per HTTP request). ClickHouse DDL is
  * not transactional, so every statement is written to be re-run (IF NOT EXISTS): a start that
  * fails half-way, or two loaders starting at once, re-apply safely. Returns the files applied.
+ * `upTo` stops after that version (a benchmark fills the tables an older version had, then upgrades).
  */
-export async function migrateWarehouse(warehouse: Warehouse, dir = CLICKHOUSE_MIGRATIONS_DIR): Promise<string[]> {
+export async function migrateWarehouse(warehouse: Warehouse, dir = CLICKHOUSE_MIGRATIONS_DIR, options: { upTo?: number } = {}): Promise<string[]> {
   const files = (await readdir(dir)).filter((f) => MIGRATION_FILE.test(f)).sort();
   await warehouse.command(q.createTable);
   const done = new Set((await warehouse.query<{ version: number }>(q.applied)).map((r) => Number(r.version)));
   const applied: string[] = [];
   for (const file of files) {
     const [, version, name] = MIGRATION_FILE.exec(file)!;
-    if (done.has(Number(version))) continue;
+    if (done.has(Number(version)) || Number(version) > (options.upTo ?? Infinity)) continue;
     const text = await readFile(`${dir}/${file}`, 'utf8');
     for (const [i, statement] of statements(text).entries()) {
       await warehouse.command(sql(`warehouse_migration.${version}.${i + 1}`, statement));

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Warehouse } from '../core/warehouse.js';
+import { recomputeHours, saleFacts } from '../queries/rollup.js';
 import type { LogMessage } from './event-log.js';
 
 /**
@@ -117,6 +118,31 @@ const intOrNull = nullable(int);
 const strOrNull = nullable(str);
 const timeOrNull = nullable(time);
 
+/** The UTC hour of a time as time() writes it: `YYYY-MM-DD hh:00:00`. */
+const hourOf = (t: string) => `${t.slice(0, 13)}:00:00`;
+
+/**
+ * A performance fact (0003_performance_rollup.sql): an entity a dashboard figure counts, at the
+ * hour it counts in, and whether it counts now. A refund's fact has no hour yet: load() takes it,
+ * and the sale's amount and currency, from sales_current.
+ */
+interface Fact extends Row {
+  program_id: number;
+  hour: string | null;
+  metric: 'clicks' | 'leads' | 'conversions' | 'sales' | 'commissions' | 'partners';
+  entity: string;
+  currency: string;
+  cents: number;
+  counts: boolean;
+  version: number;
+}
+
+const FACTS = 'performance_facts';
+
+type FactFields = Pick<Fact, 'program_id' | 'hour' | 'metric' | 'entity' | 'counts' | 'version'> & Partial<Pick<Fact, 'currency' | 'cents'>>;
+
+const fact = (f: FactFields): [string, Fact] => [FACTS, { currency: '', cents: 0, ...f }];
+
 function payloadOf(event: DecodedEvent): Row {
   const p = event.value.payload;
   return p !== null && typeof p === 'object' ? p : fail('payload', 'a record', p);
@@ -147,6 +173,18 @@ const commission = (p: Row) => ({
   created_at: time(p, 'created_at'),
 });
 
+const commissionFact = (e: Row, c: ReturnType<typeof commission>, counts: boolean, version: number) =>
+  fact({
+    program_id: e.program_id as number,
+    hour: hourOf(c.created_at),
+    metric: 'commissions',
+    entity: c.commission_id,
+    currency: c.currency,
+    cents: c.amount_cents,
+    counts,
+    version,
+  });
+
 const fee = (p: Row) => ({
   platform_fee_id: uuid(p, 'platform_fee_id'),
   commission_id: uuid(p, 'commission_id'),
@@ -168,6 +206,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
         created_at: time(p, 'created_at'),
       },
     ],
+    fact({ program_id: e.program_id as number, hour: hourOf(e.occurred_at as string), metric: 'clicks', entity: e.event_id as string, counts: !e.test, version: 0 }),
   ],
 
   'customer.changed': (e, p) => {
@@ -183,10 +222,20 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
       version: int(p, 'version'),
       updated_at: time(p, 'updated_at'),
     };
-    return [
+    const test = bool(p, 'test');
+    const customer = { program_id: e.program_id as number, entity: String(snapshot.customer_id), version: snapshot.version };
+    const rows: Mapped = [
       ['customer_changed', { ...e, change: str(p, 'change'), ...snapshot }],
-      ['customers_current', { program_id: e.program_id, ...snapshot, test: bool(p, 'test') }],
+      ['customers_current', { program_id: e.program_id, ...snapshot, test }],
     ];
+    if (snapshot.signup_date !== null) {
+      const counts = (snapshot.status === 'lead' || snapshot.status === 'conversion') && !snapshot.provisional && !test;
+      rows.push(fact({ ...customer, hour: hourOf(snapshot.signup_date), metric: 'leads', counts }));
+    }
+    if (snapshot.first_purchase_date !== null) {
+      rows.push(fact({ ...customer, hour: hourOf(snapshot.first_purchase_date), metric: 'conversions', counts: snapshot.status === 'conversion' && !test }));
+    }
+    return rows;
   },
 
   'sale.recorded': (e, p) => {
@@ -201,6 +250,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
       is_recurring: bool(p, 'is_recurring'),
     };
     const { status, ...facts } = sale;
+    const occurredAt = time(p, 'occurred_at');
     return [
       ['sale_recorded', { ...e, ...sale, created_at: time(p, 'created_at') }],
       [
@@ -208,13 +258,23 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
         {
           program_id: e.program_id,
           ...facts,
-          occurred_at: time(p, 'occurred_at'),
+          occurred_at: occurredAt,
           test: e.test,
           recorded_status: status,
           changed_status: '',
           status_changed_at: null,
         },
       ],
+      fact({
+        program_id: e.program_id as number,
+        hour: hourOf(occurredAt),
+        metric: 'sales',
+        entity: sale.sale_id,
+        currency: sale.currency,
+        cents: sale.amount_cents,
+        counts: status === 'paid' && !e.test,
+        version: 1,
+      }),
     ];
   },
 
@@ -248,6 +308,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
           status_changed_at: change.changed_at,
         },
       ],
+      fact({ program_id: e.program_id as number, hour: null, metric: 'sales', entity: change.sale_id, counts: change.status === 'paid' && !e.test, version: 2 }),
     ];
   },
 
@@ -256,6 +317,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
     return [
       ['commission_created', { ...e, ...c }],
       ['commissions_current', { program_id: e.program_id, ...c, reversed_at: null, state_version: 1 }],
+      commissionFact(e, c, c.status !== 'reversed', 1),
     ];
   },
 
@@ -264,25 +326,26 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
     return [
       ['commission_reversed', { ...e, ...c }],
       ['commissions_current', { program_id: e.program_id, ...c, status: 'reversed', reversed_at: e.occurred_at, state_version: 2 }],
+      commissionFact(e, c, false, 2),
     ];
   },
 
   'platform_fee.created': (e, p) => [['platform_fee_created', { ...e, ...fee(p) }]],
   'platform_fee.reversed': (e, p) => [['platform_fee_reversed', { ...e, ...fee(p) }]],
 
-  'partner_program.changed': (e, p) => [
-    [
-      'partner_program_changed',
-      {
-        ...e,
-        partner_program_id: int(p, 'partner_program_id'),
-        partner_id: intOrNull(p, 'partner_id'),
-        status: str(p, 'status'),
-        created_at: time(p, 'created_at'),
-        updated_at: time(p, 'updated_at'),
-      },
-    ],
-  ],
+  'partner_program.changed': (e, p) => {
+    const record = {
+      partner_program_id: int(p, 'partner_program_id'),
+      partner_id: intOrNull(p, 'partner_id'),
+      status: str(p, 'status'),
+      created_at: time(p, 'created_at'),
+      updated_at: time(p, 'updated_at'),
+    };
+    return [
+      ['partner_program_changed', { ...e, ...record }],
+      fact({ program_id: e.program_id as number, hour: hourOf(record.created_at), metric: 'partners', entity: String(record.partner_program_id), counts: true, version: 0 }),
+    ];
+  },
 
   'test_event.logged': (e, p) => [
     [
@@ -298,7 +361,10 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
   ],
 };
 
-/** Inserted in this order: events first, current state after (a reader never sees state without its event). */
+/**
+ * Inserted in this order: events first, current state after (a reader never sees state without its
+ * event), then the performance facts, and last the rollup hours they touched are recomputed.
+ */
 export const WAREHOUSE_TABLES = [
   'click_recorded',
   'customer_changed',
@@ -313,6 +379,8 @@ export const WAREHOUSE_TABLES = [
   'customers_current',
   'sales_current',
   'commissions_current',
+  FACTS,
+  'performance_hourly',
 ] as const;
 
 /** The warehouse rows of one event; throws (a MappingError) when the event does not fit them. */
@@ -357,6 +425,31 @@ export function deadLetterMessage(topic: string, d: DeadLetter): LogMessage {
  * is a retry of the whole batch. The caller commits nextOffset only after an `ok`.
  */
 export function createLoader(deps: LoaderDeps) {
+  /** Writes the batch's facts, completing refunds' from sales_current, then recomputes the hours they touch. */
+  async function loadFacts(batch: LoaderBatch, facts: Fact[], contentHash: string): Promise<void> {
+    const placed = facts.filter((f) => f.hour !== null);
+    const refunds = facts.filter((f) => f.hour === null);
+    if (placed.length) await deps.warehouse.insert(FACTS, placed, { dedupToken: dedupToken(batch, FACTS, contentHash) });
+    if (refunds.length) {
+      const sales = new Map((await saleFacts(deps.warehouse, refunds.map((f) => ({ program_id: f.program_id, sale_id: f.entity })))).map((s) => [s.sale_id, s]));
+      // A refund of a sale the warehouse never had (dead-lettered) takes nothing away.
+      const completed = refunds.flatMap((f) => {
+        const sale = sales.get(f.entity);
+        return sale ? [{ ...f, hour: sale.hour, currency: sale.currency, cents: Number(sale.amount_cents) }] : [];
+      });
+      if (completed.length) {
+        // What was looked up is part of the token, so a retry that finds more is never taken for a duplicate.
+        const completedHash = createHash('sha256').update(contentHash).update(JSON.stringify(completed)).digest('hex').slice(0, 32);
+        await deps.warehouse.insert(FACTS, completed, { dedupToken: dedupToken(batch, `${FACTS}.refunds`, completedHash) });
+        placed.push(...completed);
+      }
+    }
+    await recomputeHours(
+      deps.warehouse,
+      placed.map((f) => ({ program_id: f.program_id, hour: f.hour! })),
+    );
+  }
+
   async function load(batch: LoaderBatch): Promise<LoadResult> {
     if (batch.messages.length === 0) {
       return { kind: 'retry', error: new Error('empty batch: nothing to load or commit'), messages: [] };
@@ -396,8 +489,9 @@ export function createLoader(deps: LoaderDeps) {
     try {
       for (const table of WAREHOUSE_TABLES) {
         const rows = byTable.get(table);
-        if (rows) await deps.warehouse.insert(table, rows, { dedupToken: dedupToken(batch, table, contentHash) });
+        if (rows && table !== FACTS) await deps.warehouse.insert(table, rows, { dedupToken: dedupToken(batch, table, contentHash) });
       }
+      await loadFacts(batch, (byTable.get(FACTS) ?? []) as Fact[], contentHash);
     } catch (error) {
       return { kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) };
     }

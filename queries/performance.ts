@@ -9,84 +9,64 @@ import { allTimeRange, dayOf, dayString, planRange, type Day, type RangeQuery } 
 
 /*
  * Which timestamp each metric counts by, and what it counts (docs/decisions.md, "Dashboard"):
- *   clicks       click_recorded.occurred_at (the click's time); real clicks only
- *   leads        customers_current.signup_date; status lead or conversion; not provisional, not test
- *   conversions  customers_current.first_purchase_date (the converting sale's occurred_at); status conversion; not test
- *   sales        sales_current.occurred_at (may be back-dated up to 30 days); status paid now, not test;
- *                n is the number of sales, cents their amount, per currency
- *   partners     partner_program_changed.created_at; each partner-program record once
- *   commissions  commissions_current.created_at (when it was written); not reversed; per currency
- * The current-state tables are read with FINAL, so a customer counts in its latest version, a sale in
- * its latest status (a refund or chargeback takes it out) and a commission once reversed no more. The
- * event table is read with FINAL (clicks) or uniqExact (partner programs), so a redelivered event
- * never counts twice. FINAL applies before WHERE (optimize_move_to_prewhere_if_final is off by
- * default), so a filter on status sees the merged row, never a superseded one.
+ *   clicks       the click's time; real clicks only
+ *   leads        the customer's signup_date; status lead or conversion; not provisional, not test
+ *   conversions  the customer's first_purchase_date (the converting sale's occurred_at); status conversion; not test
+ *   sales        the sale's occurred_at (may be back-dated up to 30 days); status paid now, not test;
+ *                the number of sales and their amount, per currency
+ *   partners     the partner-program record's creation; each record once
+ *   commissions  the commission's creation (when it was written); not reversed; per currency
+ * These rules are applied when the loader writes performance facts (processors/loader.ts) and
+ * recomputes the hours they touch (queries/rollup.ts): the latest state of each entity, each
+ * entity once however often it was delivered. Here the hours of the range are summed per UTC day,
+ * a few thousand rows at most for 90 days, read with FINAL so the latest computation of an hour wins.
  */
 export const dailyFiguresSql = sql(
   'dashboard.performance_daily_figures',
-  `SELECT metric, toString(day) AS day, currency, n, cents
-     FROM (
-       SELECT 'clicks' AS metric, toDate(occurred_at) AS day, '' AS currency, toUInt64(count()) AS n, toInt64(0) AS cents
-         FROM click_recorded FINAL
-        WHERE program_id = {programId:Int64} AND toDate(occurred_at) BETWEEN {from:Date} AND {to:Date}
-          AND NOT test
-        GROUP BY day
-       UNION ALL
-       SELECT 'leads', toDate(assumeNotNull(signup_date)) AS day, '', toUInt64(count()), toInt64(0)
-         FROM customers_current FINAL
-        WHERE program_id = {programId:Int64} AND signup_date IS NOT NULL
-          AND toDate(assumeNotNull(signup_date)) BETWEEN {from:Date} AND {to:Date}
-          AND status IN ('lead', 'conversion') AND NOT provisional AND NOT test
-        GROUP BY day
-       UNION ALL
-       SELECT 'conversions', toDate(assumeNotNull(first_purchase_date)) AS day, '', toUInt64(count()), toInt64(0)
-         FROM customers_current FINAL
-        WHERE program_id = {programId:Int64} AND first_purchase_date IS NOT NULL
-          AND toDate(assumeNotNull(first_purchase_date)) BETWEEN {from:Date} AND {to:Date}
-          AND status = 'conversion' AND NOT test
-        GROUP BY day
-       UNION ALL
-       SELECT 'sales', toDate(assumeNotNull(occurred_at)) AS day, toString(currency) AS currency,
-              toUInt64(count()), toInt64(sum(amount_cents))
-         FROM sales_current FINAL
-        WHERE program_id = {programId:Int64} AND occurred_at IS NOT NULL
-          AND toDate(assumeNotNull(occurred_at)) BETWEEN {from:Date} AND {to:Date}
-          AND status = 'paid' AND NOT test
-        GROUP BY day, currency
-       UNION ALL
-       SELECT 'partners', toDate(created_at) AS day, '', toUInt64(uniqExact(partner_program_id)), toInt64(0)
-         FROM partner_program_changed FINAL
-        WHERE program_id = {programId:Int64} AND toDate(created_at) BETWEEN {from:Date} AND {to:Date}
-        GROUP BY day
-       UNION ALL
-       SELECT 'commissions', toDate(created_at) AS day, toString(currency) AS currency,
-              toUInt64(count()), toInt64(sum(amount_cents))
-         FROM commissions_current FINAL
-        WHERE program_id = {programId:Int64} AND toDate(created_at) BETWEEN {from:Date} AND {to:Date}
-          AND status <> 'reversed'
-        GROUP BY day, currency
-     )
-    ORDER BY metric, day, currency`,
+  `SELECT toString(toDate(hour)) AS day,
+          sum(clicks) AS clicks, sum(leads) AS leads, sum(conversions) AS conversions, sum(partners) AS partners,
+          sumMap(sales) AS sales, sumMap(revenue) AS revenue, sumMap(commissions) AS commissions, sumMap(commission) AS commission
+     FROM performance_hourly FINAL
+    WHERE program_id = {programId:Int64}
+      AND hour >= toDateTime({from:Date}, 'UTC') AND hour < toDateTime({to:Date}, 'UTC') + INTERVAL 1 DAY
+    GROUP BY day
+    ORDER BY day`,
 );
 
-interface FigureRow {
-  metric: Metric;
+type Amounts = Record<string, number | string>;
+
+interface DayRow {
   day: string;
-  currency: string;
-  n: number;
-  cents: number;
+  clicks: number;
+  leads: number;
+  conversions: number;
+  partners: number;
+  sales: Amounts;
+  revenue: Amounts;
+  commissions: Amounts;
+  commission: Amounts;
 }
 
-/** The daily figures of a program from the first to the last day (inclusive). */
+/** The daily figures of a program from the first to the last day (inclusive); a day or currency without a count has none. */
 export async function dailyFigures(warehouse: Warehouse, programId: number, first: Day, last: Day): Promise<DailyFigure[]> {
-  const rows = await warehouse.query<FigureRow>(dailyFiguresSql, { programId, from: dayString(first), to: dayString(last) });
-  return rows.map((r) => ({
-    metric: r.metric,
-    day: dayOf(Date.parse(`${r.day}T00:00:00Z`)),
-    currency: r.currency,
-    n: Number(r.n),
-    cents: Number(r.cents),
-  }));
+  const rows = await warehouse.query<DayRow>(dailyFiguresSql, { programId, from: dayString(first), to: dayString(last) });
+  const figures: DailyFigure[] = [];
+  for (const r of rows) {
+    const day = dayOf(Date.parse(`${r.day}T00:00:00Z`));
+    for (const metric of ['clicks', 'leads', 'conversions', 'partners'] as const) {
+      const n = Number(r[metric]);
+      if (n > 0) figures.push({ metric, day, currency: '', n, cents: 0 });
+    }
+    for (const [metric, counts, amounts] of [
+      ['sales', r.sales, r.revenue],
+      ['commissions', r.commissions, r.commission],
+    ] as const) {
+      for (const [currency, n] of Object.entries(counts)) {
+        if (Number(n) > 0) figures.push({ metric, day, currency, n: Number(n), cents: Number(amounts[currency] ?? 0) });
+      }
+    }
+  }
+  return figures;
 }
 
 export interface PerformanceRequest {

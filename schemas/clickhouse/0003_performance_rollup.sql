@@ -1,0 +1,98 @@
+-- The dashboard's figures, pre-aggregated per program and UTC hour, so a 90-day answer reads about
+-- 2,000 small rows instead of every event (docs/decisions.md, "Performance rollup").
+--
+-- A materialized view would count every inserted block, and the same event can arrive in blocks
+-- that no insert token catches (a batch cut differently after a restart, an event the relay
+-- published twice). So the rollup is never incremented: the loader writes one fact per counted
+-- entity into performance_facts (a ReplacingMergeTree, so copies collapse), then recomputes the
+-- rollup rows of the hours its batch touched from the facts with FINAL. Recomputing an hour is
+-- exact whatever was delivered before, and doing it again changes nothing.
+
+-- One row per entity that a dashboard figure counts, at the hour it is counted in (fixed for the
+-- entity's life: a click's time, a signup or first purchase, a sale's occurred_at, a commission's
+-- or partner-program record's creation), with whether it counts now. A later state of the same
+-- entity replaces the earlier one (higher version).
+--   clicks       a click event (entity: event_id); counts unless test
+--   leads        a customer by signup_date (entity: customer_id); counts when status lead or
+--                conversion, not provisional, not test; version: the snapshot's
+--   conversions  a customer by first_purchase_date; counts when status conversion, not test
+--   sales        a sale by occurred_at (entity: sale_id), amount and currency; counts while paid and
+--                not test; version 1 recorded, 2 its refund or chargeback
+--   commissions  a commission by created_at (entity: commission_id); counts until reversed;
+--                version 1 created, 2 reversed
+--   partners     a partner-program record by created_at (entity: its id); always counts
+CREATE TABLE IF NOT EXISTS performance_facts (
+  program_id  Int64,
+  hour        DateTime('UTC'),
+  metric      LowCardinality(String),
+  entity      String,
+  currency    LowCardinality(String),
+  cents       Int64,
+  counts      Bool,
+  version     UInt64
+) ENGINE = ReplacingMergeTree(version)
+PARTITION BY toYYYYMM(hour)
+ORDER BY (program_id, hour, metric, entity)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+-- The figures of one program in one UTC hour, recomputed whole from performance_facts (FINAL)
+-- whenever a batch touches that hour; the latest computation wins. Money per currency.
+CREATE TABLE IF NOT EXISTS performance_hourly (
+  program_id    Int64,
+  hour          DateTime('UTC'),
+  clicks        UInt64,
+  leads         UInt64,
+  conversions   UInt64,
+  partners      UInt64,
+  sales         Map(LowCardinality(String), UInt64),
+  revenue       Map(LowCardinality(String), Int64),
+  commissions   Map(LowCardinality(String), UInt64),
+  commission    Map(LowCardinality(String), Int64),
+  computed_at   DateTime64(9, 'UTC')
+) ENGINE = ReplacingMergeTree(computed_at)
+PARTITION BY toYYYYMM(hour)
+ORDER BY (program_id, hour);
+
+-- Backfill from what an older warehouse already holds (a fresh one inserts nothing). Every version
+-- row goes in; performance_facts keeps the latest of each entity.
+INSERT INTO performance_facts
+SELECT program_id, toStartOfHour(occurred_at), 'clicks', toString(event_id), '', 0, NOT test, 0
+  FROM click_recorded;
+
+INSERT INTO performance_facts
+SELECT program_id, toStartOfHour(assumeNotNull(signup_date)), 'leads', toString(customer_id), '', 0,
+       status IN ('lead', 'conversion') AND NOT provisional AND NOT test, version
+  FROM customers_current
+ WHERE signup_date IS NOT NULL;
+
+INSERT INTO performance_facts
+SELECT program_id, toStartOfHour(assumeNotNull(first_purchase_date)), 'conversions', toString(customer_id), '', 0,
+       status = 'conversion' AND NOT test, version
+  FROM customers_current
+ WHERE first_purchase_date IS NOT NULL;
+
+INSERT INTO performance_facts
+SELECT program_id, toStartOfHour(assumeNotNull(occurred_at)), 'sales', toString(sale_id), currency, amount_cents,
+       status = 'paid' AND NOT test, if(changed_status = '', 1, 2)
+  FROM sales_current FINAL
+ WHERE occurred_at IS NOT NULL;
+
+INSERT INTO performance_facts
+SELECT program_id, toStartOfHour(created_at), 'commissions', toString(commission_id), currency, amount_cents,
+       status <> 'reversed', state_version
+  FROM commissions_current;
+
+INSERT INTO performance_facts
+SELECT program_id, toStartOfHour(created_at), 'partners', toString(partner_program_id), '', 0, true, 0
+  FROM partner_program_changed;
+
+-- The same aggregation as the loader's recompute (queries/rollup.ts), over every hour.
+INSERT INTO performance_hourly
+SELECT program_id, hour,
+       countIf(metric = 'clicks' AND counts), countIf(metric = 'leads' AND counts),
+       countIf(metric = 'conversions' AND counts), countIf(metric = 'partners' AND counts),
+       sumMapIf(map(currency, toUInt64(1)), metric = 'sales' AND counts), sumMapIf(map(currency, cents), metric = 'sales' AND counts),
+       sumMapIf(map(currency, toUInt64(1)), metric = 'commissions' AND counts), sumMapIf(map(currency, cents), metric = 'commissions' AND counts),
+       now64(9)
+  FROM performance_facts FINAL
+ GROUP BY program_id, hour;
