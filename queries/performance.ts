@@ -4,7 +4,7 @@
  */
 import { sql } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
-import { buildPerformance, firstActivityDay, type DailyFigure, type Metric, type PerformanceBody } from './metrics.js';
+import { buildPerformance, firstActivityDay, type DailyFigure, type PerformanceBody } from './metrics.js';
 import { allTimeRange, dayOf, dayString, planRange, type Day, type RangeQuery } from './periods.js';
 
 /*

@@ -123,7 +123,8 @@ describe('replay: the warehouse rebuilt from the outbox (PGlite + chDB)', () => 
 
   async function counts(query = tableName): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
-    for (const table of WAREHOUSE_TABLES) {
+    // The event and state tables; the rollup the same loader writes is checked in warehouse.test.ts.
+    for (const table of WAREHOUSE_TABLES.filter((name) => !name.startsWith('performance_'))) {
       const [row] = await warehouse.query<{ n: number }>(query, { table });
       if (row && row.n > 0) out[table] = row.n;
     }
