@@ -87,6 +87,12 @@ describe.each(databaseKinds())('POST /api/v1/track/lead on %s', (kind) => {
     });
     expect(again.statusCode).toBe(200);
     expect(again.json().data).toMatchObject({ customer_id: id, provisional: true });
+    // `Bearer ` as it arrives over real HTTP (trailing whitespace stripped): an empty token, browser mode too.
+    const bare = await app.inject({
+      method: 'POST', url: '/api/v1/track/lead', headers: { authorization: 'Bearer', 'x-forwarded-for': freshIp() }, payload: { click_id: clickId },
+    });
+    expect(bare.statusCode).toBe(200);
+    expect(bare.json().data).toMatchObject({ customer_id: id, provisional: true });
     expect(await tableCounts(t.db)).toEqual(before);
 
     const settled = await lead({ click_id: clickId, customer_key: 'user-3' }, strict.apiKey);

@@ -150,6 +150,8 @@ describe.each(databaseKinds())('POST /api/v1/track/sale and /refund on %s', (kin
       [undefined, 'Missing or malformed Authorization header. Expected: Bearer <token>', 'Missing or malformed Authorization header. Expected: Bearer <token>'],
       ['Token abc', 'Missing or malformed Authorization header. Expected: Bearer <token>', 'Missing or malformed Authorization header. Expected: Bearer <token>'],
       ['Bearer    ', 'Missing API token', 'Invalid API token'],
+      // What `Authorization: Bearer ` becomes over real HTTP, which strips trailing whitespace.
+      ['Bearer', 'Missing API token', 'Invalid API token'],
       ['Bearer aff_wrong', 'Invalid API token', 'Invalid API token'],
     ];
     for (const [header, saleMessage, refundMessage] of cases) {

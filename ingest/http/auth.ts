@@ -13,6 +13,9 @@ export type BearerHeader =
 
 export function parseBearer(header: string | undefined): BearerHeader {
   if (header === undefined) return { kind: 'absent' };
+  // HTTP strips a header value's trailing whitespace, so `Bearer ` with an empty token arrives as
+  // `Bearer`: the scheme alone is that empty token, not a malformed header.
+  if (header === 'Bearer') return { kind: 'empty' };
   if (!header.startsWith('Bearer ')) return { kind: 'malformed' };
   const token = header.slice('Bearer '.length).trim();
   return token === '' ? { kind: 'empty' } : { kind: 'token', token };
