@@ -40,7 +40,8 @@ describe('Authorization header', () => {
     expect(parseBearer(undefined)).toEqual({ kind: 'absent' });
     expect(parseBearer('Basic x')).toEqual({ kind: 'malformed' });
     expect(parseBearer('bearer x')).toEqual({ kind: 'malformed' });
-    expect(parseBearer('Bearer')).toEqual({ kind: 'malformed' });
+    // `Bearer ` arrives as `Bearer` over HTTP (trailing whitespace is stripped): the empty token.
+    expect(parseBearer('Bearer')).toEqual({ kind: 'empty' });
     expect(parseBearer('Bearer    ')).toEqual({ kind: 'empty' });
     expect(parseBearer('Bearer  aff_x ')).toEqual({ kind: 'token', token: 'aff_x' });
   });
