@@ -1,7 +1,7 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { EventLog } from './event-log.js';
-import { deadLetterMessage, type LoadResult, type Loader, type LoaderBatch } from './loader.js';
+import { deadLetterMessage, type CombiningLoader, type LoadResult, type LoaderBatch } from './loader.js';
 
 /** What the loader reports, for metrics and logs. */
 export interface KafkaLoaderObserver {
@@ -14,7 +14,7 @@ export interface KafkaLoaderDeps {
   kafka: Kafka;
   groupId: string;
   topics: readonly string[];
-  loader: Loader;
+  loader: CombiningLoader;
   /** Publishes dead letters (the reason and the original bytes) before their offsets are committed. */
   deadLetters: EventLog;
   deadLetterTopic: string;
@@ -22,7 +22,7 @@ export interface KafkaLoaderDeps {
   /** A fetch waits for minBatchBytes or flushIntervalMs, whichever comes first: batches of thousands under load. */
   flushIntervalMs: number;
   minBatchBytes: number;
-  /** Partitions loaded at the same time (a ClickHouse server takes parallel inserts; chDB serializes them). */
+  /** Partitions consumed at the same time; their batches are loaded together (see combineLoads). */
   concurrency?: number;
   observer?: KafkaLoaderObserver;
   /** Longest pause between attempts while the warehouse keeps failing. */
@@ -32,6 +32,36 @@ export interface KafkaLoaderDeps {
 export interface KafkaLoader {
   /** Finishes the batch in flight (its offsets committed only if the warehouse acknowledged it), then leaves the group. */
   stop(): Promise<void>;
+}
+
+/**
+ * Batches submitted while a load is in flight are loaded together next, as one: with the
+ * partitions of a fetch consumed concurrently, one load (one insert per table, one rollup
+ * recompute) serves them all instead of one per partition, and each statement has a fixed cost.
+ * One load is in flight at a time. Each batch still gets its own result and commits its own offset.
+ */
+export function combineLoads(loader: CombiningLoader): (batch: LoaderBatch) => Promise<LoadResult> {
+  let queue: { batch: LoaderBatch; resolve: (result: LoadResult) => void }[] = [];
+  let draining = false;
+  async function drain() {
+    while (queue.length > 0) {
+      const taken = queue;
+      queue = [];
+      const results = await loader.loadMany(taken.map((t) => t.batch)).catch((error: unknown) =>
+        taken.map((t): LoadResult => ({ kind: 'retry', error, messages: t.batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) })),
+      );
+      taken.forEach((t, i) => t.resolve(results[i]!));
+    }
+    draining = false;
+  }
+  return (batch) =>
+    new Promise<LoadResult>((resolve) => {
+      queue.push({ batch, resolve });
+      if (draining) return;
+      draining = true;
+      // The other partitions of the same fetch are handed over in the same turn: let them join.
+      setImmediate(() => void drain());
+    });
 }
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
@@ -54,6 +84,8 @@ export async function startKafkaLoader(deps: KafkaLoaderDeps): Promise<KafkaLoad
     heartbeatInterval: 3_000,
   });
 
+  const load = combineLoads(deps.loader);
+
   async function eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     if (batch.isEmpty()) return;
@@ -71,7 +103,7 @@ export async function startKafkaLoader(deps: KafkaLoaderDeps): Promise<KafkaLoad
     for (let attempt = 1; ; attempt += 1) {
       if (!isRunning() || isStale()) return;
       const started = process.hrtime.bigint();
-      const result = await deps.loader.load(loaderBatch);
+      const result = await load(loaderBatch);
       if (result.kind === 'ok') {
         try {
           if (result.deadLetters.length) {
@@ -106,7 +138,7 @@ export async function startKafkaLoader(deps: KafkaLoaderDeps): Promise<KafkaLoad
   await consumer.run({
     autoCommit: false,
     eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: deps.concurrency ?? 1,
+    partitionsConsumedConcurrently: deps.concurrency ?? 64,
     eachBatch,
   });
   return {

@@ -401,6 +401,25 @@ export function dedupToken(batch: LoaderBatch, table: string, contentHash: strin
   return `${batch.topic}/${batch.partition}/${first}-${last}/${contentHash}/${table}`;
 }
 
+/**
+ * The tokens of a load: one batch's are dedupToken's; batches loaded together are named by the
+ * hash of their ranges (such a combination recurs only by chance, so their redelivery is caught by
+ * FINAL and the rollup's recompute rather than by the token).
+ */
+function tokenOf(batches: readonly LoaderBatch[], contentHash: string) {
+  const combined =
+    batches.length === 1
+      ? undefined
+      : createHash('sha256')
+          .update(batches.map((b) => `${b.topic}/${b.partition}/${b.messages[0]!.offset}-${b.messages[b.messages.length - 1]!.offset}`).join('\n'))
+          .digest('hex')
+          .slice(0, 32);
+  return (table: string, extraHash = '') => {
+    const hash = extraHash ? `${contentHash}.${extraHash}` : contentHash;
+    return combined === undefined ? dedupToken(batches[0]!, table, hash) : `combined/${combined}/${hash}/${table}`;
+  };
+}
+
 const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** The dead-letter topic's message for a dead letter: the reason and the original bytes (base64). */
@@ -424,12 +443,12 @@ export function deadLetterMessage(topic: string, d: DeadLetter): LogMessage {
  * or map is a dead letter (with its reason) and the rest of the batch loads; a warehouse failure
  * is a retry of the whole batch. The caller commits nextOffset only after an `ok`.
  */
-export function createLoader(deps: LoaderDeps) {
+export function createLoader(deps: LoaderDeps): CombiningLoader {
   /** Writes the batch's facts, completing refunds' from sales_current, then recomputes the hours they touch. */
-  async function loadFacts(batch: LoaderBatch, facts: Fact[], contentHash: string): Promise<void> {
+  async function loadFacts(token: (table: string, extraHash?: string) => string, facts: Fact[]): Promise<void> {
     const placed = facts.filter((f) => f.hour !== null);
     const refunds = facts.filter((f) => f.hour === null);
-    if (placed.length) await deps.warehouse.insert(FACTS, placed, { dedupToken: dedupToken(batch, FACTS, contentHash) });
+    if (placed.length) await deps.warehouse.insert(FACTS, placed, { dedupToken: token(FACTS) });
     if (refunds.length) {
       const sales = new Map((await saleFacts(deps.warehouse, refunds.map((f) => ({ program_id: f.program_id, sale_id: f.entity })))).map((s) => [s.sale_id, s]));
       // A refund of a sale the warehouse never had (dead-lettered) takes nothing away.
@@ -439,8 +458,8 @@ export function createLoader(deps: LoaderDeps) {
       });
       if (completed.length) {
         // What was looked up is part of the token, so a retry that finds more is never taken for a duplicate.
-        const completedHash = createHash('sha256').update(contentHash).update(JSON.stringify(completed)).digest('hex').slice(0, 32);
-        await deps.warehouse.insert(FACTS, completed, { dedupToken: dedupToken(batch, `${FACTS}.refunds`, completedHash) });
+        const completedHash = createHash('sha256').update(JSON.stringify(completed)).digest('hex').slice(0, 16);
+        await deps.warehouse.insert(FACTS, completed, { dedupToken: token(`${FACTS}.refunds`, completedHash) });
         placed.push(...completed);
       }
     }
@@ -450,62 +469,81 @@ export function createLoader(deps: LoaderDeps) {
     );
   }
 
+  /**
+   * Loads several batches as one: every table gets one insert for all of them, and the rollup one
+   * recompute, which is what a busy loader saves on (each statement has a fixed cost). The results
+   * are per batch, in order; a warehouse failure is a retry of every batch.
+   */
+  async function loadMany(batches: readonly LoaderBatch[]): Promise<LoadResult[]> {
+    const messagesOf = batches.map((): MessageResult[] => []);
+    const deadLettersOf = batches.map((): DeadLetter[] => []);
+    const byTable = new Map<string, Row[]>();
+    const hash = createHash('sha256');
+    batches.forEach((batch, b) => {
+      const messages = messagesOf[b]!;
+      const deadLetters = deadLettersOf[b]!;
+      for (const message of batch.messages) {
+        hash.update(message.offset).update('\0').update(message.value);
+        let event: DecodedEvent;
+        try {
+          event = deps.decode(message.value);
+        } catch (error) {
+          const reason = `undecodable: ${reasonOf(error)}`;
+          messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
+          deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.decode', reason, message });
+          continue;
+        }
+        let rows: Mapped;
+        try {
+          rows = eventRows(event);
+        } catch (error) {
+          const reason = `unmappable ${event.eventType} event: ${reasonOf(error)}`;
+          messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
+          deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.map', reason, message });
+          continue;
+        }
+        for (const [table, row] of rows) {
+          const list = byTable.get(table) ?? [];
+          list.push(row);
+          byTable.set(table, list);
+        }
+        messages.push({ offset: message.offset, outcome: 'ok', eventType: event.eventType, eventId: String(event.value.event_id) });
+      }
+    });
+    const token = tokenOf(batches, hash.digest('hex').slice(0, 32));
+    try {
+      for (const table of WAREHOUSE_TABLES) {
+        const rows = byTable.get(table);
+        if (rows && table !== FACTS) await deps.warehouse.insert(table, rows, { dedupToken: token(table) });
+      }
+      await loadFacts(token, (byTable.get(FACTS) ?? []) as Fact[]);
+    } catch (error) {
+      return batches.map((batch) => ({ kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) }));
+    }
+    return batches.map((batch, b) => ({
+      kind: 'ok',
+      nextOffset: (BigInt(batch.messages[batch.messages.length - 1]!.offset) + 1n).toString(),
+      loaded: messagesOf[b]!.filter((m) => m.outcome === 'ok').length,
+      messages: messagesOf[b]!,
+      deadLetters: deadLettersOf[b]!,
+    }));
+  }
+
   async function load(batch: LoaderBatch): Promise<LoadResult> {
     if (batch.messages.length === 0) {
       return { kind: 'retry', error: new Error('empty batch: nothing to load or commit'), messages: [] };
     }
-    const messages: MessageResult[] = [];
-    const deadLetters: DeadLetter[] = [];
-    const byTable = new Map<string, Row[]>();
-    const hash = createHash('sha256');
-    for (const message of batch.messages) {
-      hash.update(message.offset).update('\0').update(message.value);
-      let event: DecodedEvent;
-      try {
-        event = deps.decode(message.value);
-      } catch (error) {
-        const reason = `undecodable: ${reasonOf(error)}`;
-        messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
-        deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.decode', reason, message });
-        continue;
-      }
-      let rows: Mapped;
-      try {
-        rows = eventRows(event);
-      } catch (error) {
-        const reason = `unmappable ${event.eventType} event: ${reasonOf(error)}`;
-        messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
-        deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.map', reason, message });
-        continue;
-      }
-      for (const [table, row] of rows) {
-        const list = byTable.get(table) ?? [];
-        list.push(row);
-        byTable.set(table, list);
-      }
-      messages.push({ offset: message.offset, outcome: 'ok', eventType: event.eventType, eventId: String(event.value.event_id) });
-    }
-    const contentHash = hash.digest('hex').slice(0, 32);
-    try {
-      for (const table of WAREHOUSE_TABLES) {
-        const rows = byTable.get(table);
-        if (rows && table !== FACTS) await deps.warehouse.insert(table, rows, { dedupToken: dedupToken(batch, table, contentHash) });
-      }
-      await loadFacts(batch, (byTable.get(FACTS) ?? []) as Fact[], contentHash);
-    } catch (error) {
-      return { kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) };
-    }
-    const last = batch.messages[batch.messages.length - 1]!.offset;
-    return {
-      kind: 'ok',
-      nextOffset: (BigInt(last) + 1n).toString(),
-      loaded: messages.filter((m) => m.outcome === 'ok').length,
-      messages,
-      deadLetters,
-    };
+    return (await loadMany([batch]))[0]!;
   }
 
-  return { load };
+  return { load, loadMany };
 }
 
-export type Loader = ReturnType<typeof createLoader>;
+export interface Loader {
+  load(batch: LoaderBatch): Promise<LoadResult>;
+}
+
+/** A loader that can also load several batches as one (the Kafka loader's batches of one fetch). */
+export interface CombiningLoader extends Loader {
+  loadMany(batches: readonly LoaderBatch[]): Promise<LoadResult[]>;
+}

@@ -97,7 +97,6 @@ export async function startLoaderService(deps: LoaderServiceDeps): Promise<Runni
     logger: deps.logger,
     flushIntervalMs: deps.loader.flushIntervalMs,
     minBatchBytes: deps.loader.minBatchBytes,
-    concurrency: deps.warehouse.kind === 'chdb' ? 1 : deps.kafka.topics.partitions,
     observer: deps.observer ?? deps.metrics?.loaderObserver(),
   });
   return {

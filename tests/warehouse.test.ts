@@ -10,7 +10,8 @@ import { openWarehouse, type Warehouse } from '../core/warehouse.js';
 import type { LogMessage } from '../processors/event-log.js';
 import { createInProcessLog, type InProcessLog } from '../processors/in-process-log.js';
 import { createLogLoader } from '../processors/log-loader.js';
-import { createLoader, type DecodedEvent, type LoaderBatch } from '../processors/loader.js';
+import { combineLoads } from '../processors/kafka-loader.js';
+import { createLoader, type CombiningLoader, type DecodedEvent, type LoaderBatch } from '../processors/loader.js';
 import { createRelay, type OutboxRow } from '../processors/relay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
@@ -392,6 +393,30 @@ describe('ClickHouse warehouse on chDB', () => {
     expect(first).toMatchObject({ kind: 'retry', error: new Error('warehouse down') });
     fail = false;
     expect(await loader.load(batch)).toMatchObject({ kind: 'ok', nextOffset: '3' });
+    expect(await warehouseNumbers(warehouse)).toEqual(await postgresNumbers(t));
+  });
+
+  it('batches submitted together are loaded as one, each with its own result; the numbers stay those of Postgres', async () => {
+    const loader = createLoader({ warehouse, decode: codec.decode });
+    const calls: number[] = [];
+    const recording: CombiningLoader = { load: loader.load, loadMany: (batches) => (calls.push(batches.length), loader.loadMany(batches)) };
+    const load = combineLoads(recording);
+    // Every topic's messages once more, as partitions of another consumer: three submitted in one turn.
+    const batches: LoaderBatch[] = log
+      .topics()
+      .filter((x) => x !== DEAD)
+      .map((topic, p) => ({ topic: 'combined-test', partition: p, messages: log.read(topic).map((m, i) => ({ offset: String(i), value: m.value })) }))
+      .filter((b) => b.messages.length > 0);
+    expect(batches.length).toBeGreaterThanOrEqual(3);
+    const results = await Promise.all(batches.map((b) => load(b)));
+    expect(calls).toEqual([batches.length]);
+    results.forEach((result, i) => {
+      expect(result).toMatchObject({ kind: 'ok', nextOffset: String(batches[i]!.messages.length), loaded: batches[i]!.messages.length });
+    });
+    // A batch handed over while that load runs goes into the next one.
+    const [again, late] = await Promise.all([load(batches[0]!), new Promise((r) => setImmediate(r)).then(() => load(batches[1]!))]);
+    expect([again.kind, late.kind]).toEqual(['ok', 'ok']);
+    expect(calls).toEqual([batches.length, 1, 1]);
     expect(await warehouseNumbers(warehouse)).toEqual(await postgresNumbers(t));
   });
 });
