@@ -12,7 +12,7 @@ import { DEAD_LETTER_TOPIC, startEmbeddedPipeline } from '../processors/embedded
 import { createLoader } from '../processors/loader.js';
 import { createLoadingLog } from '../processors/loading-log.js';
 import { createRelay } from '../processors/relay.js';
-import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
+import { buildTestApp, unlimitedRateLimits, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
 import { sendTraffic, waitForSameFigures } from './support/pipeline.js';
 
@@ -41,7 +41,7 @@ describe('embedded pipeline: outbox, relay and loader into chDB in one process',
 
   beforeAll(async () => {
     t = await createTestDatabase('pglite');
-    app = await buildTestApp(t.db);
+    app = await buildTestApp(t.db, unlimitedRateLimits());
     program = await createTestProgram(app, t.db);
     dir = await mkdtemp(join(tmpdir(), 'ats-embedded-'));
     const real = await openWarehouse({ kind: 'chdb', path: join(dir, 'ch') });

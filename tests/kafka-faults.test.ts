@@ -20,7 +20,7 @@ import { openWarehouse } from '../core/warehouse.js';
 import { createAvroCodec } from '../processors/avro/codec.js';
 import { startLoaderService, startRelayService, type RunningService } from '../processors/services.js';
 import { topicsOf } from '../processors/topics.js';
-import { buildTestApp, createTestProgram, type TestProgram } from './support/app.js';
+import { buildTestApp, unlimitedRateLimits, createTestProgram, type TestProgram } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 import { dropTestTopics, kafkaBrokers, testKafkaConfig } from './support/kafka.js';
 import { postgresFigures, sendTraffic, waitForSameFigures, warehouseFigures } from './support/pipeline.js';
@@ -60,7 +60,7 @@ describe.skipIf(BROKERS.length === 0)(`pipeline faults through real Kafka (${kin
 
   beforeAll(async () => {
     t = await createTestDatabase(kind);
-    app = await buildTestApp(t.db);
+    app = await buildTestApp(t.db, unlimitedRateLimits());
     programs = [await createTestProgram(app, t.db), await createTestProgram(app, t.db, { commission_type: 'fixed', commission_rate: 250 })];
   });
   afterAll(async () => {

@@ -20,7 +20,7 @@ import { createKafkaEventLog } from '../processors/kafka.js';
 import { createRelay } from '../processors/relay.js';
 import { createTopics, startLoaderService, startRelayService, type RunningService } from '../processors/services.js';
 import { topicsOf } from '../processors/topics.js';
-import { buildTestApp, createTestProgram, type TestProgram } from './support/app.js';
+import { buildTestApp, unlimitedRateLimits, createTestProgram, type TestProgram } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 import { dropTestTopics, kafkaBrokers, readTopic, testKafkaConfig, topicSizes } from './support/kafka.js';
 import { sendTraffic, waitForSameFigures } from './support/pipeline.js';
@@ -44,7 +44,7 @@ describe.skipIf(BROKERS.length === 0)(`pipeline through real Kafka (${kind})`, (
 
   beforeAll(async () => {
     t = await createTestDatabase(kind);
-    app = await buildTestApp(t.db);
+    app = await buildTestApp(t.db, unlimitedRateLimits());
     dir = await mkdtemp(join(tmpdir(), 'ats-kafka-e2e-'));
     real = await openWarehouse({ kind: 'chdb', path: join(dir, 'ch') });
     await migrateWarehouse(real);

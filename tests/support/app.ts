@@ -28,6 +28,13 @@ export async function buildTestApp(
   return app;
 }
 
+/**
+ * A store under which no request is ever limited: for the pipeline tests, which send hundreds of
+ * sales per key in whatever clock minute they happen to run in, and whose subject is not the
+ * limits (tests/limits-and-cors.test.ts tests those, in memory and on Redis).
+ */
+export const unlimitedRateLimits = (): RateLimitStore => ({ hit: () => 1, close: async () => {} });
+
 let ipCounter = 0;
 /** A distinct client address per call, so per-IP limits do not couple unrelated tests. */
 export const freshIp = () => {
