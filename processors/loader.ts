@@ -148,7 +148,15 @@ function payloadOf(event: DecodedEvent): Row {
   return p !== null && typeof p === 'object' ? p : fail('payload', 'a record', p);
 }
 
-function envelope(event: DecodedEvent): Row {
+/** What every event carries, read and checked: the first columns of every event table. */
+interface Envelope extends Row {
+  event_id: string;
+  program_id: number;
+  occurred_at: string;
+  test: boolean;
+}
+
+function envelope(event: DecodedEvent): Envelope {
   const v = event.value as unknown as Row;
   const programId = int(v, 'program_id');
   const payloadProgram = payloadOf(event).program_id;
@@ -173,9 +181,9 @@ const commission = (p: Row) => ({
   created_at: time(p, 'created_at'),
 });
 
-const commissionFact = (e: Row, c: ReturnType<typeof commission>, counts: boolean, version: number) =>
+const commissionFact = (e: Envelope, c: ReturnType<typeof commission>, counts: boolean, version: number) =>
   fact({
-    program_id: e.program_id as number,
+    program_id: e.program_id,
     hour: hourOf(c.created_at),
     metric: 'commissions',
     entity: c.commission_id,
@@ -194,7 +202,7 @@ const fee = (p: Row) => ({
   created_at: time(p, 'created_at'),
 });
 
-const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
+const MAPPERS: Record<string, (e: Envelope, p: Row) => Mapped> = {
   'click.recorded': (e, p) => [
     [
       'click_recorded',
@@ -206,7 +214,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
         created_at: time(p, 'created_at'),
       },
     ],
-    fact({ program_id: e.program_id as number, hour: hourOf(e.occurred_at as string), metric: 'clicks', entity: e.event_id as string, counts: !e.test, version: 0 }),
+    fact({ program_id: e.program_id, hour: hourOf(e.occurred_at), metric: 'clicks', entity: e.event_id, counts: !e.test, version: 0 }),
   ],
 
   'customer.changed': (e, p) => {
@@ -223,7 +231,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
       updated_at: time(p, 'updated_at'),
     };
     const test = bool(p, 'test');
-    const customer = { program_id: e.program_id as number, entity: String(snapshot.customer_id), version: snapshot.version };
+    const customer = { program_id: e.program_id, entity: String(snapshot.customer_id), version: snapshot.version };
     const rows: Mapped = [
       ['customer_changed', { ...e, change: str(p, 'change'), ...snapshot }],
       ['customers_current', { program_id: e.program_id, ...snapshot, test }],
@@ -266,7 +274,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
         },
       ],
       fact({
-        program_id: e.program_id as number,
+        program_id: e.program_id,
         hour: hourOf(occurredAt),
         metric: 'sales',
         entity: sale.sale_id,
@@ -308,7 +316,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
           status_changed_at: change.changed_at,
         },
       ],
-      fact({ program_id: e.program_id as number, hour: null, metric: 'sales', entity: change.sale_id, counts: change.status === 'paid' && !e.test, version: 2 }),
+      fact({ program_id: e.program_id, hour: null, metric: 'sales', entity: change.sale_id, counts: change.status === 'paid' && !e.test, version: 2 }),
     ];
   },
 
@@ -343,7 +351,7 @@ const MAPPERS: Record<string, (e: Row, p: Row) => Mapped> = {
     };
     return [
       ['partner_program_changed', { ...e, ...record }],
-      fact({ program_id: e.program_id as number, hour: hourOf(record.created_at), metric: 'partners', entity: String(record.partner_program_id), counts: true, version: 0 }),
+      fact({ program_id: e.program_id, hour: hourOf(record.created_at), metric: 'partners', entity: String(record.partner_program_id), counts: true, version: 0 }),
     ];
   },
 
