@@ -123,8 +123,8 @@ const hourOf = (t: string) => `${t.slice(0, 13)}:00:00`;
 
 /**
  * A performance fact (0003_performance_rollup.sql): an entity a dashboard figure counts, at the
- * hour it counts in, and whether it counts now. A refund's fact has no hour yet: load() takes it,
- * and the sale's amount and currency, from sales_current.
+ * hour it counts in, and whether it counts now. A refund's fact has no hour yet: loadFacts takes
+ * it, and the sale's amount and currency, from sales_current.
  */
 interface Fact extends Row {
   program_id: number;
@@ -483,13 +483,11 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
    * are per batch, in order; a warehouse failure is a retry of every batch.
    */
   async function loadMany(batches: readonly LoaderBatch[]): Promise<LoadResult[]> {
-    const messagesOf = batches.map((): MessageResult[] => []);
-    const deadLettersOf = batches.map((): DeadLetter[] => []);
+    const outcomes = batches.map(() => ({ messages: [] as MessageResult[], deadLetters: [] as DeadLetter[] }));
     const byTable = new Map<string, Row[]>();
     const hash = createHash('sha256');
     batches.forEach((batch, b) => {
-      const messages = messagesOf[b]!;
-      const deadLetters = deadLettersOf[b]!;
+      const { messages, deadLetters } = outcomes[b]!;
       for (const message of batch.messages) {
         hash.update(message.offset).update('\0').update(message.value);
         let event: DecodedEvent;
@@ -531,9 +529,8 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
     return batches.map((batch, b) => ({
       kind: 'ok',
       nextOffset: (BigInt(batch.messages[batch.messages.length - 1]!.offset) + 1n).toString(),
-      loaded: messagesOf[b]!.filter((m) => m.outcome === 'ok').length,
-      messages: messagesOf[b]!,
-      deadLetters: deadLettersOf[b]!,
+      loaded: outcomes[b]!.messages.filter((m) => m.outcome === 'ok').length,
+      ...outcomes[b]!,
     }));
   }
 

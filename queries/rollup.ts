@@ -15,22 +15,14 @@ export interface RollupKey {
 /*
  * Recomputes every (program, hour) of the given programs and hours: a superset of the hours a
  * batch touched, which is harmless (a recompute is exact) and keeps the filter on the sort key.
- * FINAL keeps the latest state of each entity. The aggregation is the same as the backfill's in
- * 0003_performance_rollup.sql. performance_hourly has no deduplication window: every recompute
- * lands, and the newest computed_at wins.
+ * The computation is the view of 0003_performance_rollup.sql (FINAL over the facts), which the
+ * migration's backfill uses too.
  */
 const recomputeSql = sql(
   'rollup.recompute_hours',
   `INSERT INTO performance_hourly
-   SELECT program_id, hour,
-          countIf(metric = 'clicks' AND counts), countIf(metric = 'leads' AND counts),
-          countIf(metric = 'conversions' AND counts), countIf(metric = 'partners' AND counts),
-          sumMapIf(map(currency, toUInt64(1)), metric = 'sales' AND counts), sumMapIf(map(currency, cents), metric = 'sales' AND counts),
-          sumMapIf(map(currency, toUInt64(1)), metric = 'commissions' AND counts), sumMapIf(map(currency, cents), metric = 'commissions' AND counts),
-          now64(9)
-     FROM performance_facts FINAL
-    WHERE program_id IN {programs:Array(Int64)} AND hour IN {hours:Array(DateTime('UTC'))}
-    GROUP BY program_id, hour`,
+   SELECT * FROM performance_hours_computed
+    WHERE program_id IN {programs:Array(Int64)} AND hour IN {hours:Array(DateTime('UTC'))}`,
 );
 
 export async function recomputeHours(warehouse: Warehouse, keys: readonly RollupKey[]): Promise<void> {

@@ -36,7 +36,8 @@ ORDER BY (program_id, hour, metric, entity)
 SETTINGS non_replicated_deduplication_window = 1000;
 
 -- The figures of one program in one UTC hour, recomputed whole from performance_facts (FINAL)
--- whenever a batch touches that hour; the latest computation wins. Money per currency.
+-- whenever a batch touches that hour; the latest computation wins. Money per currency. No
+-- deduplication window: every recompute must land.
 CREATE TABLE IF NOT EXISTS performance_hourly (
   program_id    Int64,
   hour          DateTime('UTC'),
@@ -52,6 +53,21 @@ CREATE TABLE IF NOT EXISTS performance_hourly (
 ) ENGINE = ReplacingMergeTree(computed_at)
 PARTITION BY toYYYYMM(hour)
 ORDER BY (program_id, hour);
+
+-- The computation of an hour, in performance_hourly's column order: the loader recomputes the
+-- hours a batch touched with a WHERE on program_id and hour (queries/rollup.ts), which ClickHouse
+-- pushes down to the facts' sort key; now64(9) is the time of that computation.
+CREATE VIEW IF NOT EXISTS performance_hours_computed AS
+SELECT program_id, hour,
+       countIf(metric = 'clicks' AND counts) AS clicks, countIf(metric = 'leads' AND counts) AS leads,
+       countIf(metric = 'conversions' AND counts) AS conversions, countIf(metric = 'partners' AND counts) AS partners,
+       sumMapIf(map(currency, toUInt64(1)), metric = 'sales' AND counts) AS sales,
+       sumMapIf(map(currency, cents), metric = 'sales' AND counts) AS revenue,
+       sumMapIf(map(currency, toUInt64(1)), metric = 'commissions' AND counts) AS commissions,
+       sumMapIf(map(currency, cents), metric = 'commissions' AND counts) AS commission,
+       now64(9) AS computed_at
+  FROM performance_facts FINAL
+ GROUP BY program_id, hour;
 
 -- Backfill from what an older warehouse already holds (a fresh one inserts nothing). Every version
 -- row goes in; performance_facts keeps the latest of each entity.
@@ -86,13 +102,5 @@ INSERT INTO performance_facts
 SELECT program_id, toStartOfHour(created_at), 'partners', toString(partner_program_id), '', 0, true, 0
   FROM partner_program_changed;
 
--- The same aggregation as the loader's recompute (queries/rollup.ts), over every hour.
-INSERT INTO performance_hourly
-SELECT program_id, hour,
-       countIf(metric = 'clicks' AND counts), countIf(metric = 'leads' AND counts),
-       countIf(metric = 'conversions' AND counts), countIf(metric = 'partners' AND counts),
-       sumMapIf(map(currency, toUInt64(1)), metric = 'sales' AND counts), sumMapIf(map(currency, cents), metric = 'sales' AND counts),
-       sumMapIf(map(currency, toUInt64(1)), metric = 'commissions' AND counts), sumMapIf(map(currency, cents), metric = 'commissions' AND counts),
-       now64(9)
-  FROM performance_facts FINAL
- GROUP BY program_id, hour;
+-- Every hour once.
+INSERT INTO performance_hourly SELECT * FROM performance_hours_computed;
