@@ -94,6 +94,8 @@ export interface LoaderBreakdown {
   /** ms per 1,000 events. */
   decode: number;
   insert: number;
+  /** The rollup's statements: the refunds' sale lookup and the recompute of the touched hours. */
+  rollup: number;
   mapAndHash: number;
   total: number;
 }
@@ -109,6 +111,15 @@ export async function loaderBreakdown(options: { messages: readonly LogMessage[]
     await migrateWarehouse(real);
     let insertMs = 0;
     let decodeMs = 0;
+    let rollupMs = 0;
+    const timed = async <T>(run: () => Promise<T>): Promise<T> => {
+      const started = performance.now();
+      try {
+        return await run();
+      } finally {
+        rollupMs += performance.now() - started;
+      }
+    };
     const warehouse: Warehouse = {
       kind: real.kind,
       async insert(table, rows, insertOptions) {
@@ -116,8 +127,8 @@ export async function loaderBreakdown(options: { messages: readonly LogMessage[]
         await real.insert(table, rows, insertOptions);
         insertMs += performance.now() - started;
       },
-      query: (q, p) => real.query(q, p),
-      command: (q, p) => real.command(q, p),
+      query: (q, p) => timed(() => real.query(q, p)),
+      command: (q, p) => timed(() => real.command(q, p)),
       close: () => real.close(),
     };
     const loader = createLoader({
@@ -154,7 +165,7 @@ export async function loaderBreakdown(options: { messages: readonly LogMessage[]
     }
     const totalMs = performance.now() - started;
     const per = (ms: number) => (ms / loaded) * 1000;
-    return { loaded, batches: batches.length, decode: per(decodeMs), insert: per(insertMs), mapAndHash: per(totalMs - decodeMs - insertMs), total: per(totalMs) };
+    return { loaded, batches: batches.length, decode: per(decodeMs), insert: per(insertMs), rollup: per(rollupMs), mapAndHash: per(totalMs - decodeMs - insertMs - rollupMs), total: per(totalMs) };
   } finally {
     await real.close();
   }
