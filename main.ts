@@ -14,10 +14,10 @@ import { openWarehouse, type Warehouse } from './core/warehouse.js';
 import { buildApp } from './ingest/app.js';
 import { ensureDemo, type DemoCredentials } from './ingest/demo.js';
 import { memoryRateLimitStore, redisRateLimitStore } from './ingest/http/rate-limit.js';
-import { createAvroCodec } from './processors/avro/codec.js';
-import { startEmbeddedPipeline } from './processors/embedded-pipeline.js';
-import { createPipelineMetrics, serveMetrics, startMetricsLog } from './processors/metrics.js';
-import { startLoaderService, startRelayService, type RunningService } from './processors/services.js';
+import { createAvroCodec } from './pipeline/avro/codec.js';
+import { startEmbeddedPipeline } from './pipeline/embedded-pipeline.js';
+import { createPipelineMetrics, serveMetrics, startMetricsLog } from './pipeline/metrics.js';
+import { startLoaderService, startRelayService, type RunningService } from './pipeline/services.js';
 
 function banner(url: string, mode: string, demo: DemoCredentials | undefined): string {
   const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`];

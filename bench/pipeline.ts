@@ -52,10 +52,10 @@ import { issueProgramKey } from '../ingest/domain/api-keys.js';
 import { createPartner, createProgram } from '../ingest/domain/programs.js';
 import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
-import { createAvroCodec } from '../processors/avro/codec.js';
-import type { LogMessage } from '../processors/event-log.js';
-import type { OutboxRow } from '../processors/relay.js';
-import { topicsOf } from '../processors/topics.js';
+import { createAvroCodec } from '../pipeline/avro/codec.js';
+import type { LogMessage } from '../pipeline/event-log.js';
+import type { OutboxRow } from '../pipeline/relay.js';
+import { topicsOf } from '../pipeline/topics.js';
 import { loaderBreakdown, relayBreakdown } from './pipeline-breakdown.js';
 import { BrokerAdmin, kafkaConfig, runBaseline, type BaselineResult } from './pipeline-kafka.js';
 import type { TableSummary } from './pipeline-warehouse.js';
@@ -65,7 +65,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const BENCH_DATABASE = /^ats_bench_[a-z0-9]+$/;
 const HOST = '127.0.0.1';
-/** The relay's advisory lock (processors/relay.ts): held by the benchmark, it keeps a started relay idle. */
+/** The relay's advisory lock (pipeline/relay.ts): held by the benchmark, it keeps a started relay idle. */
 const RELAY_LOCK = 727274002;
 const TARGET_EVENTS_PER_S = 20_000;
 const TARGET_FRESHNESS_P99_MS = 2_000;

@@ -16,7 +16,7 @@ import { allTimeRange, dayOf, dayString, planRange, type Day, type RangeQuery } 
  *                the number of sales and their amount, per currency
  *   partners     the partner-program record's creation; each record once
  *   commissions  the commission's creation (when it was written); not reversed; per currency
- * These rules are applied when the loader writes performance facts (processors/loader.ts) and
+ * These rules are applied when the loader writes performance facts (pipeline/loader.ts) and
  * recomputes the hours they touch (queries/rollup.ts): the latest state of each entity, each
  * entity once however often it was delivered. Here the hours of the range are summed per UTC day,
  * a few thousand rows at most for 90 days, read with FINAL so the latest computation of an hour wins.

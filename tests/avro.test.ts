@@ -15,11 +15,11 @@ import {
   parseSchema,
   rabinFingerprint,
   type CatalogFile,
-} from '../processors/avro/catalog.js';
-import { AvroContractError, createAvroCodec, type OutboxRow } from '../processors/avro/codec.js';
-import { formatTimestampMicros, parseTimestampMicros } from '../processors/avro/convert.js';
-import { createInProcessLog } from '../processors/in-process-log.js';
-import { createRelay } from '../processors/relay.js';
+} from '../pipeline/avro/catalog.js';
+import { AvroContractError, createAvroCodec, type OutboxRow } from '../pipeline/avro/codec.js';
+import { formatTimestampMicros, parseTimestampMicros } from '../pipeline/avro/convert.js';
+import { createInProcessLog } from '../pipeline/in-process-log.js';
+import { createRelay } from '../pipeline/relay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
 

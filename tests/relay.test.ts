@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../core/db.js';
-import type { LogMessage } from '../processors/event-log.js';
-import { createInProcessLog, type InProcessLog } from '../processors/in-process-log.js';
-import { createRelay, type OutboxRow } from '../processors/relay.js';
+import type { LogMessage } from '../pipeline/event-log.js';
+import { createInProcessLog, type InProcessLog } from '../pipeline/in-process-log.js';
+import { createRelay, type OutboxRow } from '../pipeline/relay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 

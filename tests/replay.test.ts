@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../core/db.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../core/warehouse.js';
-import { createAvroCodec } from '../processors/avro/codec.js';
-import { createLoader, WAREHOUSE_TABLES, type Loader } from '../processors/loader.js';
+import { createAvroCodec } from '../pipeline/avro/codec.js';
+import { createLoader, WAREHOUSE_TABLES, type Loader } from '../pipeline/loader.js';
 import {
   createProgressReporter,
   createReplay,
@@ -18,7 +18,7 @@ import {
   formatProgress,
   parseCursor,
   type ReplayDeadLetter,
-} from '../processors/replay.js';
+} from '../pipeline/replay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
 

@@ -7,12 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../core/db.js';
 import { CLICKHOUSE_MIGRATIONS_DIR, migrateWarehouse, statements } from '../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../core/warehouse.js';
-import type { LogMessage } from '../processors/event-log.js';
-import { createInProcessLog, type InProcessLog } from '../processors/in-process-log.js';
-import { createLogLoader } from '../processors/log-loader.js';
-import { combineLoads } from '../processors/kafka-loader.js';
-import { createLoader, type CombiningLoader, type DecodedEvent, type LoaderBatch } from '../processors/loader.js';
-import { createRelay, type OutboxRow } from '../processors/relay.js';
+import type { LogMessage } from '../pipeline/event-log.js';
+import { createInProcessLog, type InProcessLog } from '../pipeline/in-process-log.js';
+import { createLogLoader } from '../pipeline/log-loader.js';
+import { combineLoads } from '../pipeline/kafka-loader.js';
+import { createLoader, type CombiningLoader, type DecodedEvent, type LoaderBatch } from '../pipeline/loader.js';
+import { createRelay, type OutboxRow } from '../pipeline/relay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
 
@@ -48,7 +48,7 @@ interface AvroCodecLike {
 }
 
 async function loadCodec(): Promise<Codec> {
-  const path = new URL('../processors/avro/codec.ts', import.meta.url);
+  const path = new URL('../pipeline/avro/codec.ts', import.meta.url);
   if (!existsSync(path) || process.env.TEST_WAREHOUSE_CODEC === 'json') return jsonCodec;
   const module = (await import(path.href)) as { createAvroCodec(): AvroCodecLike };
   const avro = module.createAvroCodec();

@@ -1,4 +1,4 @@
--- One table per event kind, loaded from the event log (processors/loader.ts). Columns: the event
+-- One table per event kind, loaded from the event log (pipeline/loader.ts). Columns: the event
 -- envelope (event_id, program_id, occurred_at, test) then the payload fields under their own names.
 --
 -- Idempotency (docs/decisions.md, "Warehouse loading"): delivery is at-least-once, so the same

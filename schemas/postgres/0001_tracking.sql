@@ -1,5 +1,5 @@
 -- Tracking state: the system of record. Every state change also appends to outbox in the same
--- transaction; the relay (processors/) publishes the outbox to the event log.
+-- transaction; the relay (pipeline/) publishes the outbox to the event log.
 
 CREATE TABLE workspaces (
   id          bigserial PRIMARY KEY,

@@ -2,12 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import { sql, type Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
-import { createAvroCodec } from '../../processors/avro/codec.js';
-import { DEAD_LETTER_TOPIC } from '../../processors/embedded-pipeline.js';
-import type { EventLog } from '../../processors/event-log.js';
-import { createLoader } from '../../processors/loader.js';
-import { createLoadingLog } from '../../processors/loading-log.js';
-import { createRelay } from '../../processors/relay.js';
+import { createAvroCodec } from '../../pipeline/avro/codec.js';
+import { DEAD_LETTER_TOPIC } from '../../pipeline/embedded-pipeline.js';
+import type { EventLog } from '../../pipeline/event-log.js';
+import { createLoader } from '../../pipeline/loader.js';
+import { createLoadingLog } from '../../pipeline/loading-log.js';
+import { createRelay } from '../../pipeline/relay.js';
 import { createTestProgram, freshIp, type TestProgram } from './app.js';
 import { referencePerformance, type DashboardQuery } from './oracle-reference.js';
 

@@ -4,7 +4,7 @@ import { recomputeHours, saleFacts } from '../queries/rollup.js';
 import type { LogMessage } from './event-log.js';
 
 /**
- * A decoded event as the Avro codec (processors/avro/codec.ts) returns it: the event type and
+ * A decoded event as the Avro codec (pipeline/avro/codec.ts) returns it: the event type and
  * the envelope with its payload. Timestamps may be ISO strings (any precision, UTC or an offset)
  * or Dates.
  */
