@@ -12,5 +12,23 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings through core/config.ts' }],
     },
   },
+  {
+    // The stream half and the event contract stand without the HTTP app: events are defined in
+    // schemas/event-contract.ts, and a pipeline that imported ingest/ would load Fastify and the domain.
+    files: ['pipeline/**', 'queries/**', 'schemas/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)ingest/',
+              message: 'pipeline/, queries/ and schemas/ do not depend on the HTTP app (ingest/): take event types from schemas/event-contract.ts.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   { files: ['core/config.ts', 'tests/**', 'bench/**', 'scripts/**', 'vitest.config.ts'], rules: { 'no-restricted-properties': 'off' } },
 );

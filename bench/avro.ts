@@ -10,8 +10,8 @@
  *
  * Knobs: BENCH_AVRO_N (iterations per measurement, default 50000).
  */
-import type { EventType } from '../ingest/domain/outbox.js';
-import { createAvroCodec, type OutboxRow } from '../pipeline/avro/codec.js';
+import type { EventType } from '../schemas/event-contract.js';
+import { createAvroCodec, type EncodableRow } from '../pipeline/avro/codec.js';
 
 const N = Number(process.env.BENCH_AVRO_N ?? 50_000);
 if (!Number.isInteger(N) || N < 1) throw new Error('BENCH_AVRO_N must be a positive integer');
@@ -25,7 +25,7 @@ const envelope = (type: EventType, n: number, test = false) => ({
 const commission = { commission_id: uuid(101), sale_id: uuid(100), program_id: 1042, partner_id: 77, amount_cents: 1_235, currency: 'EUR', created_at: at };
 const fee = { platform_fee_id: uuid(102), commission_id: uuid(101), sale_id: uuid(100), program_id: 1042, amount_cents: 247, currency: 'EUR', created_at: at };
 
-const samples: Record<EventType, OutboxRow> = {
+const samples: Record<EventType, EncodableRow> = {
   'click.recorded': {
     ...envelope('click.recorded', 1),
     payload: { click_id: uuid(200), program_id: 1042, partner_id: 77, referral_link_id: 88, test: false, created_at: at },
@@ -86,7 +86,7 @@ console.log(
   ].join('  '),
 );
 const totals = { avroEnc: 0, jsonEnc: 0, avroDec: 0, jsonDec: 0, avroBytes: 0, jsonBytes: 0 };
-for (const [eventType, row] of Object.entries(samples) as [EventType, OutboxRow][]) {
+for (const [eventType, row] of Object.entries(samples) as [EventType, EncodableRow][]) {
   const message = codec.encode(eventType, row);
   const json = JSON.stringify(row);
   const type = codec.avroType(eventType);

@@ -54,7 +54,7 @@ import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
 import { createAvroCodec } from '../pipeline/avro/codec.js';
 import type { LogMessage } from '../pipeline/event-log.js';
-import type { OutboxRow } from '../pipeline/relay.js';
+import type { OutboxRow } from '../schemas/event-contract.js';
 import { topicsOf } from '../pipeline/topics.js';
 import { loaderBreakdown, relayBreakdown } from './pipeline-breakdown.js';
 import { BrokerAdmin, kafkaConfig, runBaseline, type BaselineResult } from './pipeline-kafka.js';

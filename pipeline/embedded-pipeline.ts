@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
 import type { AvroCodec } from './avro/codec.js';
-import type { EventType } from '../ingest/domain/outbox.js';
+import type { EventType } from '../schemas/event-contract.js';
 import { createLoader } from './loader.js';
 import type { PipelineMetrics } from './metrics.js';
 import { createLoadingLog } from './loading-log.js';

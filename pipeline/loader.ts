@@ -1,23 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Warehouse } from '../core/warehouse.js';
+import type { DecodedEvent, EventPayloads, EventType } from '../schemas/event-contract.js';
 import { recomputeHours, saleFacts } from '../queries/rollup.js';
 import type { LogMessage } from './event-log.js';
-
-/**
- * A decoded event as the Avro codec (pipeline/avro/codec.ts) returns it: the event type and
- * the envelope with its payload. Timestamps may be ISO strings (any precision, UTC or an offset)
- * or Dates.
- */
-export interface DecodedEvent {
-  eventType: string;
-  value: {
-    event_id: string;
-    program_id: number;
-    occurred_at: string | Date;
-    test: boolean;
-    payload: Record<string, unknown>;
-  };
-}
 
 /** One message of a batch with its offset in its partition (kafkajs offsets are decimal strings). */
 export interface BatchMessage {
@@ -77,24 +62,30 @@ const fail = (field: string, expected: string, value: unknown): never => {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]00(?::?00)?)?$/;
 
-function str(o: Row, field: string): string {
+/*
+ * Readers take the field's name from the record's type, so a mapper can read only its payload's
+ * fields (schemas/event-contract.ts): `NoInfer` keeps a misspelt name from widening the type.
+ */
+type Fields<F extends string> = { readonly [K in F]?: unknown };
+
+function str<F extends string>(o: Fields<F>, field: NoInfer<F>): string {
   const v = o[field];
   return typeof v === 'string' ? v : fail(field, 'a string', v);
 }
-function uuid(o: Row, field: string): string {
+function uuid<F extends string>(o: Fields<F>, field: NoInfer<F>): string {
   const v = str(o, field);
   return UUID.test(v) ? v.toLowerCase() : fail(field, 'a UUID', v);
 }
-function int(o: Row, field: string): number {
+function int<F extends string>(o: Fields<F>, field: NoInfer<F>): number {
   const v = typeof o[field] === 'string' && /^-?\d+$/.test(o[field] as string) ? Number(o[field]) : o[field];
   return typeof v === 'number' && Number.isSafeInteger(v) ? v : fail(field, 'an integer', o[field]);
 }
-function bool(o: Row, field: string): boolean {
+function bool<F extends string>(o: Fields<F>, field: NoInfer<F>): boolean {
   const v = o[field];
   return typeof v === 'boolean' ? v : fail(field, 'a boolean', v);
 }
 /** 'YYYY-MM-DD hh:mm:ss.ffffff' in UTC: what DateTime64(6, 'UTC') reads on any server, microseconds kept. */
-function time(o: Row, field: string): string {
+function time<F extends string>(o: Fields<F>, field: NoInfer<F>): string {
   const v = o[field];
   if (v instanceof Date) {
     if (Number.isNaN(v.getTime())) fail(field, 'a timestamp', v);
@@ -112,7 +103,7 @@ function time(o: Row, field: string): string {
 }
 const nullable =
   <T>(read: (o: Row, field: string) => T) =>
-  (o: Row, field: string): T | null =>
+  <F extends string>(o: Fields<F>, field: NoInfer<F>): T | null =>
     o[field] === null || o[field] === undefined ? null : read(o, field);
 const intOrNull = nullable(int);
 const strOrNull = nullable(str);
@@ -180,7 +171,13 @@ const eventRow = (e: Envelope, ...columns: Row[]): Row => Object.assign({ event_
 
 type Mapped = Array<[table: string, row: Row]>;
 
-const commission = (p: Row) => ({
+/** A payload as decoded: the contract's fields, each still to be read and checked. */
+type Received<T extends EventType> = { readonly [K in keyof EventPayloads[T]]?: unknown };
+
+/** One event type's rows; every type has one, or the build breaks. */
+type Mapper<T extends EventType> = (e: Envelope, p: Received<T>) => Mapped;
+
+const commission = (p: Received<'commission.created' | 'commission.reversed'>) => ({
   commission_id: uuid(p, 'commission_id'),
   sale_id: uuid(p, 'sale_id'),
   partner_id: int(p, 'partner_id'),
@@ -193,7 +190,7 @@ const commission = (p: Row) => ({
 const commissionFact = (e: Envelope, c: ReturnType<typeof commission>, counts: boolean, version: number) =>
   fact({ program_id: e.program_id, hour: hourOf(c.created_at), metric: 'commissions', entity: c.commission_id, currency: c.currency, cents: c.amount_cents, counts, version });
 
-const fee = (p: Row) => ({
+const fee = (p: Received<'platform_fee.created' | 'platform_fee.reversed'>) => ({
   platform_fee_id: uuid(p, 'platform_fee_id'),
   commission_id: uuid(p, 'commission_id'),
   sale_id: uuid(p, 'sale_id'),
@@ -202,7 +199,7 @@ const fee = (p: Row) => ({
   created_at: time(p, 'created_at'),
 });
 
-const MAPPERS: Record<string, (e: Envelope, p: Row) => Mapped> = {
+const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
   'click.recorded': (e, p) => [
     [
       'click_recorded',
@@ -389,7 +386,8 @@ export const WAREHOUSE_TABLES = [
 
 /** The warehouse rows of one event; throws (a MappingError) when the event does not fit them. */
 export function eventRows(event: DecodedEvent): Mapped {
-  const mapper = MAPPERS[event.eventType];
+  // The type comes off the wire: a message can name one this build does not know.
+  const mapper = (MAPPERS as Partial<Record<string, (e: Envelope, p: Row) => Mapped>>)[event.eventType];
   if (!mapper) throw new MappingError(`no warehouse table for event type ${JSON.stringify(event.eventType)}`);
   const payload = payloadOf(event);
   return mapper(envelope(event, payload), payload);

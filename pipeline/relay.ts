@@ -1,17 +1,6 @@
 import { sql, type Database, type Queryable } from '../core/db.js';
+import type { OutboxRow } from '../schemas/event-contract.js';
 import type { EventLog, LogMessage } from './event-log.js';
-
-export interface OutboxRow {
-  id: number;
-  event_id: string;
-  event_type: string;
-  aggregate_key: string;
-  program_id: number;
-  test: boolean;
-  /** ISO 8601 text with microseconds: a JS Date would cut the time to milliseconds. */
-  occurred_at: string;
-  payload: Record<string, unknown>;
-}
 
 export interface RelayDeps {
   db: Database;

@@ -13,7 +13,7 @@ import { sql, type Database } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
 import type { AvroCodec } from './avro/codec.js';
 import { createLoader, WAREHOUSE_TABLES, type BatchMessage, type Loader, type LoaderBatch } from './loader.js';
-import type { OutboxRow } from './relay.js';
+import type { OutboxRow } from '../schemas/event-contract.js';
 
 /** The batch "topic" of replay tokens: `outbox-replay/0/<first id>-<last id>/<hash>/<table>`, never a Kafka topic's. */
 export const REPLAY_SOURCE = 'outbox-replay';

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { KafkaConfig, LoaderConfig, RelayConfig } from '../core/config.js';
 import type { Database } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
-import type { EventType } from '../ingest/domain/outbox.js';
+import type { EventType } from '../schemas/event-contract.js';
 import type { AvroCodec } from './avro/codec.js';
 import type { EventLog } from './event-log.js';
 import { createKafkaEventLog, createKafkajsClient, ensureTopics } from './kafka.js';

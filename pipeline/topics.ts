@@ -1,4 +1,4 @@
-import type { EventType } from '../ingest/domain/outbox.js';
+import type { EventType } from '../schemas/event-contract.js';
 import type { AvroCodec } from './avro/codec.js';
 
 /** Reasons and original bytes of messages that could not be encoded (relay) or loaded (loader). */

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../core/db.js';
-import type { EventType } from '../ingest/domain/outbox.js';
+import type { EventType } from '../schemas/event-contract.js';
 import {
   DEFAULT_AVRO_DIR,
   fingerprintHex,
@@ -16,7 +16,7 @@ import {
   rabinFingerprint,
   type CatalogFile,
 } from '../pipeline/avro/catalog.js';
-import { AvroContractError, createAvroCodec, type OutboxRow } from '../pipeline/avro/codec.js';
+import { AvroContractError, createAvroCodec, type EncodableRow } from '../pipeline/avro/codec.js';
 import { formatTimestampMicros, parseTimestampMicros } from '../pipeline/avro/convert.js';
 import { createInProcessLog } from '../pipeline/in-process-log.js';
 import { createRelay } from '../pipeline/relay.js';
@@ -64,7 +64,7 @@ describe('Avro event contract: every outbox event of the real service round-trip
   let t: TestDatabase;
   let app: FastifyInstance;
   let strict: TestProgram; // server_required leads
-  let rows: (OutboxRow & { id: number; aggregate_key: string; occurred_at_text: string })[];
+  let rows: (EncodableRow & { id: number; aggregate_key: string; occurred_at_text: string })[];
   const codec = createAvroCodec();
 
   beforeAll(async () => {
@@ -185,7 +185,7 @@ describe('Avro event contract: every outbox event of the real service round-trip
 
   it('a row that does not fit its schema is refused with the field named', () => {
     const sale = rows.find((r) => r.event_type === 'sale.recorded' && !r.test)!;
-    const bad = (payload: Json, row: Partial<OutboxRow> = {}) => () => codec.encode('sale.recorded', { ...sale, ...row, payload: { ...sale.payload, ...payload } });
+    const bad = (payload: Json, row: Partial<EncodableRow> = {}) => () => codec.encode('sale.recorded', { ...sale, ...row, payload: { ...sale.payload, ...payload } });
     const cases: [() => unknown, string][] = [
       [bad({ amount_cents: '12' }), 'sale.recorded: payload.amount_cents: expected an integer'],
       [bad({ amount_cents: 1.5 }), 'payload.amount_cents: expected an integer'],
@@ -338,7 +338,7 @@ describe('Avro compatibility gate: the current schema reads every released versi
     expect(inspectCatalog(dir).problems).toEqual([]);
     const before = createAvroCodec();
     const after = createAvroCodec({ dir });
-    const row: OutboxRow = {
+    const row: EncodableRow = {
       event_id: '3f1c2b9a-7d4e-4f5a-9b6c-1d2e3f4a5b6c', program_id: 9, test: false, occurred_at: '2025-03-01T12:00:00.123456+00:00',
       payload: {
         change: 'lead', customer_id: 5, program_id: 9, partner_id: 2, partner_program_id: 3, click_id: 'c-1', status: 'lead',
@@ -362,7 +362,7 @@ describe('Avro compatibility gate: the current schema reads every released versi
 
 describe('Avro wire format: the header names the schema', () => {
   const codec = createAvroCodec();
-  const row: OutboxRow = {
+  const row: EncodableRow = {
     event_id: '6a1f4c2e-0b3d-4e5f-8a9b-0c1d2e3f4a5b', program_id: 3, test: true, occurred_at: new Date('2025-03-01T12:00:00.000Z'),
     payload: { tracking_log_id: 4, program_id: 3, event_type: 'click', entity_id: 'c-9', created_at: '2025-03-01T12:00:00.000001+00:00' },
   };

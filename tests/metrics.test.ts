@@ -8,7 +8,7 @@ import { sql } from '../core/db.js';
 import { createLogger } from '../core/log.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../core/warehouse.js';
-import type { EventType } from '../ingest/domain/outbox.js';
+import type { EventType } from '../schemas/event-contract.js';
 import { createAvroCodec } from '../pipeline/avro/codec.js';
 import { createInProcessLog } from '../pipeline/in-process-log.js';
 import { createLoader } from '../pipeline/loader.js';

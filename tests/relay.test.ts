@@ -4,7 +4,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../core/db.js';
 import type { LogMessage } from '../pipeline/event-log.js';
 import { createInProcessLog, type InProcessLog } from '../pipeline/in-process-log.js';
-import { createRelay, type OutboxRow } from '../pipeline/relay.js';
+import { createRelay } from '../pipeline/relay.js';
+import type { OutboxRow } from '../schemas/event-contract.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 

@@ -11,8 +11,9 @@ import type { LogMessage } from '../pipeline/event-log.js';
 import { createInProcessLog, type InProcessLog } from '../pipeline/in-process-log.js';
 import { createLogLoader } from '../pipeline/log-loader.js';
 import { combineLoads } from '../pipeline/kafka-loader.js';
-import { createLoader, type CombiningLoader, type DecodedEvent, type LoaderBatch } from '../pipeline/loader.js';
-import { createRelay, type OutboxRow } from '../pipeline/relay.js';
+import { createLoader, type CombiningLoader, type LoaderBatch } from '../pipeline/loader.js';
+import { createRelay } from '../pipeline/relay.js';
+import type { DecodedEvent, OutboxRow } from '../schemas/event-contract.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
 

@@ -1,5 +1,4 @@
 import { sql, type Queryable } from '../../core/db.js';
-import type { OutboxEvent } from './outbox.js';
 
 /** A customer row as the lead and sale flows need it, locked by the reads below. */
 export interface CustomerRow {
@@ -135,32 +134,4 @@ export async function updateCustomer(tx: Queryable, current: CustomerRow, change
     change.firstPurchaseDate?.toISOString() ?? null,
   ]);
   return { ...row!, click_created_at: current.click_created_at };
-}
-
-export type CustomerChangeKind = 'lead' | 'provisional' | 'settled' | 'conversion';
-
-/** customer.changed carries a full snapshot with its version, so consumers keep the latest. */
-export function customerChanged(c: CustomerRow, change: CustomerChangeKind): OutboxEvent {
-  return {
-    type: 'customer.changed',
-    key: `customer:${c.id}`,
-    programId: c.program_id,
-    test: c.test,
-    occurredAt: c.updated_at,
-    payload: {
-      change,
-      customer_id: c.id,
-      program_id: c.program_id,
-      partner_id: c.partner_id,
-      partner_program_id: c.partner_program_id,
-      click_id: c.click_id,
-      status: c.status,
-      provisional: c.provisional,
-      test: c.test,
-      signup_date: c.signup_date,
-      first_purchase_date: c.first_purchase_date,
-      version: c.version,
-      updated_at: c.updated_at,
-    },
-  };
 }

@@ -2,7 +2,6 @@ import { isUniqueViolation, type Database, type Transaction } from '../../core/d
 import { badRequest, forbidden } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import {
-  customerChanged,
   insertCustomer,
   lockClick,
   lockCustomerByClick,
@@ -11,7 +10,8 @@ import {
   type ClickForCustomer,
   type CustomerRow,
 } from './customers.js';
-import { appendEvents, type OutboxEvent } from './outbox.js';
+import { customerChanged, type OutboxEvent } from '../../schemas/event-contract.js';
+import { appendEvents } from './outbox.js';
 import { logTestEvent } from './test-events.js';
 
 export interface LeadInput {

@@ -1,27 +1,5 @@
 import { sql, type Queryable } from '../../core/db.js';
-
-/** The event kinds the tracking state emits; the relay maps each to its Avro schema and topic. */
-export type EventType =
-  | 'click.recorded'
-  | 'customer.changed'
-  | 'sale.recorded'
-  | 'sale.status_changed'
-  | 'commission.created'
-  | 'commission.reversed'
-  | 'platform_fee.created'
-  | 'platform_fee.reversed'
-  | 'partner_program.changed'
-  | 'test_event.logged';
-
-export interface OutboxEvent {
-  type: EventType;
-  /** The entity whose events must stay in order (customer, sale, click...). */
-  key: string;
-  programId: number;
-  test: boolean;
-  occurredAt: Date;
-  payload: Record<string, unknown>;
-}
+import type { OutboxEvent } from '../../schemas/event-contract.js';
 
 const append = sql(
   'outbox.append',

@@ -4,6 +4,7 @@ import { ApiError, notFound } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { issueProgramKey } from './api-keys.js';
 import type { CommissionType } from './commissions.js';
+import { partnerProgramChanged } from '../../schemas/event-contract.js';
 import { appendEvents } from './outbox.js';
 
 export type LeadAuth = 'server_required' | 'browser_allowed';
@@ -118,23 +119,7 @@ export async function createPartner(db: Database, programId: number, p: NewPartn
         [partnerId, programId],
       ))!;
       await tx.many(q.link, [affCode, programId, partnerId, junction.id]);
-      await appendEvents(tx, [
-        {
-          type: 'partner_program.changed',
-          key: `partner_program:${junction.id}`,
-          programId,
-          test: false,
-          occurredAt: junction.updated_at,
-          payload: {
-            partner_program_id: junction.id,
-            partner_id: partnerId,
-            program_id: programId,
-            status: junction.status,
-            created_at: junction.created_at,
-            updated_at: junction.updated_at,
-          },
-        },
-      ]);
+      await appendEvents(tx, [partnerProgramChanged(junction)]);
       return { partnerId, partnerProgramId: junction.id, affCode, status: junction.status };
     });
   } catch (error) {

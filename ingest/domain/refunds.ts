@@ -1,8 +1,9 @@
 import { sql, type Database } from '../../core/db.js';
 import { notFound } from '../http/errors.js';
 import { M } from '../http/messages.js';
-import { appendEvents, type OutboxEvent } from './outbox.js';
-import { commissionEvent, feeEvent, type CommissionRow, type SaleRow } from './sales.js';
+import { commissionEvent, platformFeeEvent, saleStatusChanged, type OutboxEvent } from '../../schemas/event-contract.js';
+import { appendEvents } from './outbox.js';
+import type { CommissionRow, SaleRow } from './sales.js';
 
 export type RefundReason = 'refund' | 'chargeback';
 
@@ -73,28 +74,11 @@ export async function recordRefund(db: Database, input: RefundInput): Promise<Re
     const saleStatus = input.reason === 'refund' ? 'refunded' : 'chargeback';
     await tx.many(q.saleStatus, [sale.id, saleStatus]);
     const commission = await tx.one<CommissionRow & { reversed_at: Date }>(q.reverseCommission, [sale.id]);
-    const events: OutboxEvent[] = [
-      {
-        type: 'sale.status_changed',
-        key: `sale:${sale.id}`,
-        programId: sale.program_id,
-        test: sale.test,
-        occurredAt: refund.created_at,
-        payload: {
-          sale_id: sale.id,
-          transaction_id: input.transactionId,
-          program_id: sale.program_id,
-          status: saleStatus,
-          reason: input.reason,
-          refund_id: refund.id,
-          changed_at: refund.created_at,
-        },
-      },
-    ];
+    const events: OutboxEvent[] = [saleStatusChanged({ sale, transactionId: input.transactionId, status: saleStatus, reason: input.reason, refund })];
     if (commission) {
       events.push(commissionEvent('commission.reversed', commission, commission.reversed_at));
       const fee = await tx.one<{ id: string; amount_cents: number; created_at: Date }>(q.reverseFee, [sale.id]);
-      if (fee) events.push(feeEvent('platform_fee.reversed', commission, fee, commission.reversed_at));
+      if (fee) events.push(platformFeeEvent('platform_fee.reversed', commission, fee, commission.reversed_at));
     }
     await appendEvents(tx, events);
     return { ...base, refundId: refund.id, reason: input.reason, saleStatus, commissionReversed: commission !== undefined, createdAt: refund.created_at, recorded: true };

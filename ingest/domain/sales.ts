@@ -3,7 +3,6 @@ import { ApiError, badRequest } from '../http/errors.js';
 import { M, type Currency } from '../http/messages.js';
 import { commissionCents, platformFeeCents, type CommissionType } from './commissions.js';
 import {
-  customerChanged,
   customerKeyInOtherProgram,
   insertCustomer,
   lockClick,
@@ -12,7 +11,8 @@ import {
   updateCustomer,
   type CustomerRow,
 } from './customers.js';
-import { appendEvents, type OutboxEvent } from './outbox.js';
+import { commissionEvent, customerChanged, platformFeeEvent, saleRecorded, type OutboxEvent } from '../../schemas/event-contract.js';
+import { appendEvents } from './outbox.js';
 import { logTestEvent } from './test-events.js';
 
 const DAY_MS = 86_400_000;
@@ -161,30 +161,6 @@ async function insertSale(tx: Transaction, input: SaleInput, transactionId: stri
   return sale;
 }
 
-function saleRecorded(sale: SaleRow): OutboxEvent {
-  return {
-    type: 'sale.recorded',
-    key: `sale:${sale.id}`,
-    programId: sale.program_id,
-    test: sale.test,
-    occurredAt: sale.occurred_at,
-    payload: {
-      sale_id: sale.id,
-      transaction_id: sale.transaction_id,
-      program_id: sale.program_id,
-      customer_id: sale.customer_id,
-      partner_id: sale.partner_id,
-      amount_cents: sale.amount_cents,
-      currency: sale.currency,
-      occurred_at: sale.occurred_at,
-      status: sale.status,
-      is_recurring: sale.is_recurring,
-      test: sale.test,
-      created_at: sale.created_at,
-    },
-  };
-}
-
 /** Test mode: a flagged sale event and a tracking-log entry; no customer needed, no commission, no fee. */
 async function recordTestSale(tx: Transaction, input: SaleInput, transactionId: string): Promise<SaleOutcome> {
   const sale = await insertSale(tx, input, transactionId, null);
@@ -270,7 +246,7 @@ async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: 
     if (written.ok) {
       commission = written.value.row;
       const { fee } = written.value;
-      events.push(commissionEvent('commission.created', commission, commission.created_at), feeEvent('platform_fee.created', commission, fee, fee.created_at));
+      events.push(commissionEvent('commission.created', commission, commission.created_at), platformFeeEvent('platform_fee.created', commission, fee, fee.created_at));
     } else {
       // The sale stays recorded and its transaction_id consumed, as the spec describes.
       failure = new ApiError(500, M.sale.commissionFailed);
@@ -278,48 +254,4 @@ async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: 
   }
   await appendEvents(tx, events);
   return { sale, commission, converted: converts, ...(failure ? { failure } : {}) };
-}
-
-export function commissionEvent(type: 'commission.created' | 'commission.reversed', c: CommissionRow, at: Date): OutboxEvent {
-  return {
-    type,
-    key: `sale:${c.sale_id}`,
-    programId: c.program_id,
-    test: false,
-    occurredAt: at,
-    payload: {
-      commission_id: c.id,
-      sale_id: c.sale_id,
-      program_id: c.program_id,
-      partner_id: c.partner_id,
-      amount_cents: c.amount_cents,
-      currency: c.currency,
-      status: c.status,
-      created_at: c.created_at,
-    },
-  };
-}
-
-export function feeEvent(
-  type: 'platform_fee.created' | 'platform_fee.reversed',
-  c: CommissionRow,
-  fee: { id: string; amount_cents: number; created_at: Date },
-  at: Date,
-): OutboxEvent {
-  return {
-    type,
-    key: `sale:${c.sale_id}`,
-    programId: c.program_id,
-    test: false,
-    occurredAt: at,
-    payload: {
-      platform_fee_id: fee.id,
-      commission_id: c.id,
-      sale_id: c.sale_id,
-      program_id: c.program_id,
-      amount_cents: fee.amount_cents,
-      currency: c.currency,
-      created_at: fee.created_at,
-    },
-  };
 }

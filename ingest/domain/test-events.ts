@@ -1,6 +1,7 @@
 import { sql, type Queryable } from '../../core/db.js';
+import type { TestEventLoggedPayload } from '../../schemas/event-contract.js';
 
-export type TestEventType = 'click' | 'lead' | 'sale';
+export type TestEventType = TestEventLoggedPayload['event_type'];
 
 const logSql = sql(
   'tracking_logs.append',

@@ -11,7 +11,7 @@
  */
 import { join } from 'node:path';
 import type avro from 'avsc';
-import type { EventType } from '../../ingest/domain/outbox.js';
+import type { DecodedEvent, EventType, EventValue, OutboxRow } from '../../schemas/event-contract.js';
 import type { LogMessage } from '../event-log.js';
 import { DEFAULT_AVRO_DIR, loadCatalog, type LoadedCatalog, type LoadedVersion } from './catalog.js';
 import { compileConverter, contractError, type Converter } from './convert.js';
@@ -21,39 +21,11 @@ export { AvroContractError } from './convert.js';
 export const MAGIC_BYTE = 0;
 export const HEADER_BYTES = 5;
 
-/** An outbox row as the relay reads it; other columns (id, txid, aggregate_key...) are ignored. */
-export interface OutboxRow {
-  event_id: string;
-  event_type?: string;
-  program_id: number;
-  test: boolean;
-  /** A Date (millisecond precision) or the column as text / JSON (microseconds). */
-  occurred_at: Date | string;
-  payload: Record<string, unknown>;
-}
-
-/** A row as the relay reads it: with its type and the key its entity's events are ordered by. */
-export interface KeyedOutboxRow extends OutboxRow {
-  event_type: string;
-  aggregate_key: string;
-}
-
-/** A decoded event: the envelope and payload, timestamps as `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
-export interface EventValue {
-  event_id: string;
-  program_id: number;
-  occurred_at: string;
-  test: boolean;
-  payload: Record<string, unknown>;
-}
-
-export interface DecodedEvent {
-  eventType: EventType;
-  /** The schema id of the header: which schema (and version) wrote the message. */
-  schemaId: number;
-  version: number;
-  value: EventValue;
-}
+/**
+ * What encode() takes: an event's envelope and payload (an outbox row has them), with the row's type
+ * when it has one (checked), the time as text (microseconds) or a Date (milliseconds).
+ */
+export type EncodableRow = Omit<EventValue, 'occurred_at'> & { event_type?: string; occurred_at: string | Date };
 
 export interface EventRoute {
   topic: string;
@@ -68,10 +40,10 @@ export interface AvroCodec {
   /** Where an event type goes; the Kafka key is the row's aggregate_key. */
   route(eventType: EventType): EventRoute;
   /** Header and Avro body; throws AvroContractError naming the field when the row does not fit. */
-  encode(eventType: EventType, row: OutboxRow): Buffer;
+  encode(eventType: EventType, row: EncodableRow): Buffer;
   decode(message: Buffer): DecodedEvent;
   /** The relay's message for a row: its event type's topic, the aggregate key, the encoded event. */
-  message(row: KeyedOutboxRow): LogMessage;
+  message(row: OutboxRow): LogMessage;
   /** The current (reader) avsc type of an event type, for benchmarks and tools. */
   avroType(eventType: EventType): avro.Type;
 }
@@ -130,7 +102,7 @@ export function createAvroCodec(options: AvroCodecOptions = {}): AvroCodec {
     return writer;
   };
 
-  function encode(eventType: EventType, row: OutboxRow): Buffer {
+  function encode(eventType: EventType, row: EncodableRow): Buffer {
     const writer = writerFor(eventType);
     if (row.event_type !== undefined && row.event_type !== eventType) {
       throw new Error(`Outbox row ${row.event_id} is a ${row.event_type} event, not ${eventType}`);

@@ -1,0 +1,376 @@
+/**
+ * The event contract: every event type the tracking state emits, the payload each carries, and the
+ * builders the domain calls to put one in the outbox. Everything else about events is checked
+ * against this file:
+ *
+ *   - schemas/avro/<type>.avsc has exactly the payload's fields (tests/event-contract.test.ts);
+ *   - click.recorded and test_event.logged are built in SQL, inside the statement that writes the
+ *     click or the tracking-log entry (one round trip on the hot path, docs/decisions.md): the same
+ *     test runs those statements and compares the stored payloads with PAYLOAD_FIELDS;
+ *   - the loader (pipeline/loader.ts) has one mapper per type, `{ [T in EventType]: ... }`, reading
+ *     only the payload's fields; the test checks the ClickHouse tables have the columns they write.
+ *
+ * Imports nothing: the HTTP app (ingest/) and the stream half (pipeline/) both depend on it.
+ */
+
+/** The event types, in catalog order. */
+export const EVENT_TYPES = [
+  'click.recorded',
+  'customer.changed',
+  'sale.recorded',
+  'sale.status_changed',
+  'commission.created',
+  'commission.reversed',
+  'platform_fee.created',
+  'platform_fee.reversed',
+  'partner_program.changed',
+  'test_event.logged',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+// ---------------------------------------------------------------------------------------------
+// Payloads, as the domain writes them (timestamps are Dates here; JSON text once in the outbox).
+
+export interface ClickRecordedPayload {
+  click_id: string;
+  program_id: number;
+  partner_id: number | null;
+  referral_link_id: number;
+  test: boolean;
+  created_at: Date;
+}
+
+export type CustomerChange = 'lead' | 'provisional' | 'settled' | 'conversion';
+
+export interface CustomerChangedPayload {
+  change: CustomerChange;
+  customer_id: number;
+  program_id: number;
+  partner_id: number | null;
+  partner_program_id: number | null;
+  click_id: string | null;
+  status: 'lead' | 'conversion';
+  provisional: boolean;
+  test: boolean;
+  signup_date: Date | null;
+  first_purchase_date: Date | null;
+  /** Grows by one with every change: consumers keep the highest. */
+  version: number;
+  updated_at: Date;
+}
+
+export type SaleStatus = 'paid' | 'refunded' | 'chargeback';
+
+export interface SaleRecordedPayload {
+  sale_id: string;
+  transaction_id: string;
+  program_id: number;
+  customer_id: number | null;
+  partner_id: number | null;
+  amount_cents: number;
+  currency: string;
+  occurred_at: Date;
+  status: SaleStatus;
+  is_recurring: boolean;
+  test: boolean;
+  created_at: Date;
+}
+
+export interface SaleStatusChangedPayload {
+  sale_id: string;
+  transaction_id: string;
+  program_id: number;
+  status: SaleStatus;
+  reason: 'refund' | 'chargeback';
+  refund_id: string;
+  changed_at: Date;
+}
+
+export interface CommissionPayload {
+  commission_id: string;
+  sale_id: string;
+  program_id: number;
+  partner_id: number;
+  amount_cents: number;
+  currency: string;
+  status: 'pending' | 'reversed';
+  created_at: Date;
+}
+
+export interface PlatformFeePayload {
+  platform_fee_id: string;
+  commission_id: string;
+  sale_id: string;
+  program_id: number;
+  amount_cents: number;
+  currency: string;
+  created_at: Date;
+}
+
+export interface PartnerProgramChangedPayload {
+  partner_program_id: number;
+  partner_id: number;
+  program_id: number;
+  status: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface TestEventLoggedPayload {
+  tracking_log_id: number;
+  program_id: number;
+  /** What was logged in test mode. */
+  event_type: 'click' | 'lead' | 'sale';
+  entity_id: string;
+  created_at: Date;
+}
+
+export interface EventPayloads {
+  'click.recorded': ClickRecordedPayload;
+  'customer.changed': CustomerChangedPayload;
+  'sale.recorded': SaleRecordedPayload;
+  'sale.status_changed': SaleStatusChangedPayload;
+  'commission.created': CommissionPayload;
+  'commission.reversed': CommissionPayload;
+  'platform_fee.created': PlatformFeePayload;
+  'platform_fee.reversed': PlatformFeePayload;
+  'partner_program.changed': PartnerProgramChangedPayload;
+  'test_event.logged': TestEventLoggedPayload;
+}
+
+// Breaks the build when EVENT_TYPES and EventPayloads disagree.
+const _everyTypeHasAPayload: Record<EventType, unknown> = {} as EventPayloads;
+const _everyPayloadHasAType: Record<keyof EventPayloads, unknown> = {} as Record<EventType, unknown>;
+
+const fields = <P>(f: Record<keyof P, true>) => f;
+const commissionFields = fields<CommissionPayload>({
+  commission_id: true, sale_id: true, program_id: true, partner_id: true, amount_cents: true, currency: true, status: true, created_at: true,
+});
+const feeFields = fields<PlatformFeePayload>({
+  platform_fee_id: true, commission_id: true, sale_id: true, program_id: true, amount_cents: true, currency: true, created_at: true,
+});
+
+/**
+ * Each payload's field names at run time, for the checks against the Avro schemas and the SQL-built
+ * payloads. The type makes the list exact: a missing field is an error, an extra one too.
+ */
+export const PAYLOAD_FIELDS: { readonly [T in EventType]: Record<keyof EventPayloads[T], true> } = {
+  'click.recorded': { click_id: true, program_id: true, partner_id: true, referral_link_id: true, test: true, created_at: true },
+  'customer.changed': {
+    change: true, customer_id: true, program_id: true, partner_id: true, partner_program_id: true, click_id: true, status: true,
+    provisional: true, test: true, signup_date: true, first_purchase_date: true, version: true, updated_at: true,
+  },
+  'sale.recorded': {
+    sale_id: true, transaction_id: true, program_id: true, customer_id: true, partner_id: true, amount_cents: true, currency: true,
+    occurred_at: true, status: true, is_recurring: true, test: true, created_at: true,
+  },
+  'sale.status_changed': { sale_id: true, transaction_id: true, program_id: true, status: true, reason: true, refund_id: true, changed_at: true },
+  'commission.created': commissionFields,
+  'commission.reversed': commissionFields,
+  'platform_fee.created': feeFields,
+  'platform_fee.reversed': feeFields,
+  'partner_program.changed': { partner_program_id: true, partner_id: true, program_id: true, status: true, created_at: true, updated_at: true },
+  'test_event.logged': { tracking_log_id: true, program_id: true, event_type: true, entity_id: true, created_at: true },
+};
+
+// ---------------------------------------------------------------------------------------------
+// The event on its way: what the domain appends, the outbox row the relay reads, what a consumer decodes.
+
+/** An event for the outbox, its payload the one its type carries. */
+export type OutboxEvent<T extends EventType = EventType> = {
+  [K in T]: {
+    type: K;
+    /** The entity whose events must stay in order (customer, sale, click...): the Kafka key. */
+    key: string;
+    programId: number;
+    test: boolean;
+    occurredAt: Date;
+    payload: EventPayloads[K];
+  };
+}[T];
+
+/** An outbox row as the relay reads it (schemas/postgres: outbox). */
+export interface OutboxRow {
+  id: number;
+  event_id: string;
+  /** As stored: the codec refuses a type the catalog does not know (the row is dead-lettered). */
+  event_type: string;
+  aggregate_key: string;
+  program_id: number;
+  test: boolean;
+  /** ISO 8601 text with microseconds: a JS Date would cut the time to milliseconds. */
+  occurred_at: string;
+  payload: Record<string, unknown>;
+}
+
+/** An event's envelope and payload: what the Avro codec encodes from a row and decodes back. */
+export interface EventValue {
+  event_id: string;
+  program_id: number;
+  /** `YYYY-MM-DDTHH:MM:SS.ffffffZ` as decoded; the outbox row's text as encoded. */
+  occurred_at: string;
+  test: boolean;
+  payload: Record<string, unknown>;
+}
+
+/** An event read from the log. */
+export interface DecodedEvent {
+  eventType: EventType;
+  /** The header's schema id and its version (Avro); absent for a log that carries no schema. */
+  schemaId?: number;
+  version?: number;
+  value: EventValue;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Builders: the domain passes its rows (any object with these fields) and gets the event.
+
+export function customerChanged(
+  c: Omit<CustomerChangedPayload, 'change' | 'customer_id'> & { id: number },
+  change: CustomerChange,
+): OutboxEvent<'customer.changed'> {
+  return {
+    type: 'customer.changed',
+    key: `customer:${c.id}`,
+    programId: c.program_id,
+    test: c.test,
+    occurredAt: c.updated_at,
+    payload: {
+      change,
+      customer_id: c.id,
+      program_id: c.program_id,
+      partner_id: c.partner_id,
+      partner_program_id: c.partner_program_id,
+      click_id: c.click_id,
+      status: c.status,
+      provisional: c.provisional,
+      test: c.test,
+      signup_date: c.signup_date,
+      first_purchase_date: c.first_purchase_date,
+      version: c.version,
+      updated_at: c.updated_at,
+    },
+  };
+}
+
+export function saleRecorded(sale: Omit<SaleRecordedPayload, 'sale_id'> & { id: string }): OutboxEvent<'sale.recorded'> {
+  return {
+    type: 'sale.recorded',
+    key: `sale:${sale.id}`,
+    programId: sale.program_id,
+    test: sale.test,
+    occurredAt: sale.occurred_at,
+    payload: {
+      sale_id: sale.id,
+      transaction_id: sale.transaction_id,
+      program_id: sale.program_id,
+      customer_id: sale.customer_id,
+      partner_id: sale.partner_id,
+      amount_cents: sale.amount_cents,
+      currency: sale.currency,
+      occurred_at: sale.occurred_at,
+      status: sale.status,
+      is_recurring: sale.is_recurring,
+      test: sale.test,
+      created_at: sale.created_at,
+    },
+  };
+}
+
+/** A refund or chargeback moved the sale to `status`; the event takes the refund's time. */
+export function saleStatusChanged(change: {
+  sale: { id: string; program_id: number; test: boolean };
+  transactionId: string;
+  status: SaleStatus;
+  reason: SaleStatusChangedPayload['reason'];
+  refund: { id: string; created_at: Date };
+}): OutboxEvent<'sale.status_changed'> {
+  const { sale, refund } = change;
+  return {
+    type: 'sale.status_changed',
+    key: `sale:${sale.id}`,
+    programId: sale.program_id,
+    test: sale.test,
+    occurredAt: refund.created_at,
+    payload: {
+      sale_id: sale.id,
+      transaction_id: change.transactionId,
+      program_id: sale.program_id,
+      status: change.status,
+      reason: change.reason,
+      refund_id: refund.id,
+      changed_at: refund.created_at,
+    },
+  };
+}
+
+/** Commissions and fees are never test-mode: a test sale earns neither. Keyed by their sale. */
+export function commissionEvent(
+  type: 'commission.created' | 'commission.reversed',
+  c: Omit<CommissionPayload, 'commission_id'> & { id: string },
+  at: Date,
+): OutboxEvent<'commission.created' | 'commission.reversed'> {
+  return {
+    type,
+    key: `sale:${c.sale_id}`,
+    programId: c.program_id,
+    test: false,
+    occurredAt: at,
+    payload: {
+      commission_id: c.id,
+      sale_id: c.sale_id,
+      program_id: c.program_id,
+      partner_id: c.partner_id,
+      amount_cents: c.amount_cents,
+      currency: c.currency,
+      status: c.status,
+      created_at: c.created_at,
+    },
+  };
+}
+
+/** The fee is the commission's: its sale, program and currency. */
+export function platformFeeEvent(
+  type: 'platform_fee.created' | 'platform_fee.reversed',
+  c: { id: string; sale_id: string; program_id: number; currency: string },
+  fee: { id: string; amount_cents: number; created_at: Date },
+  at: Date,
+): OutboxEvent<'platform_fee.created' | 'platform_fee.reversed'> {
+  return {
+    type,
+    key: `sale:${c.sale_id}`,
+    programId: c.program_id,
+    test: false,
+    occurredAt: at,
+    payload: {
+      platform_fee_id: fee.id,
+      commission_id: c.id,
+      sale_id: c.sale_id,
+      program_id: c.program_id,
+      amount_cents: fee.amount_cents,
+      currency: c.currency,
+      created_at: fee.created_at,
+    },
+  };
+}
+
+export function partnerProgramChanged(
+  junction: Omit<PartnerProgramChangedPayload, 'partner_program_id'> & { id: number },
+): OutboxEvent<'partner_program.changed'> {
+  return {
+    type: 'partner_program.changed',
+    key: `partner_program:${junction.id}`,
+    programId: junction.program_id,
+    test: false,
+    occurredAt: junction.updated_at,
+    payload: {
+      partner_program_id: junction.id,
+      partner_id: junction.partner_id,
+      program_id: junction.program_id,
+      status: junction.status,
+      created_at: junction.created_at,
+      updated_at: junction.updated_at,
+    },
+  };
+}
