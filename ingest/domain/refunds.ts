@@ -1,6 +1,5 @@
 import { sql, type Database } from '../../core/db.js';
-import { notFound } from '../http/errors.js';
-import { M } from '../http/messages.js';
+import { refused } from './errors.js';
 import { appendEvents, type OutboxEvent } from './outbox.js';
 import { commissionEvent, feeEvent, type CommissionRow, type SaleRow } from './sales.js';
 
@@ -62,7 +61,7 @@ export async function recordRefund(db: Database, input: RefundInput): Promise<Re
       input.transactionId,
       input.programId,
     ]);
-    if (!sale) throw notFound(M.refund.saleNotFound);
+    if (!sale) throw refused({ reason: 'sale_not_found' });
     const base = { saleId: sale.id, transactionId: input.transactionId };
     if (sale.status !== 'paid') {
       // Refunds are idempotent: the first one stands.
