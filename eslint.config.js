@@ -31,4 +31,27 @@ export default tseslint.config(
     },
   },
   { files: ['core/config.ts', 'tests/**', 'bench/**', 'scripts/**', 'vitest.config.ts'], rules: { 'no-restricted-properties': 'off' } },
+  {
+    // Import boundaries: the domain and the pipeline say what happened or why something was
+    // refused; only ingest/http and ingest/routes turn that into statuses, envelopes and messages,
+    // so a webhook, the CLI or the pipeline reuses the domain without the sale endpoint's answers.
+    // (`../http/` is the HTTP layer as seen from ingest/domain.)
+    files: ['ingest/domain/**', 'pipeline/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'fastify', message: 'The domain and the pipeline know nothing of HTTP.' }],
+          patterns: [
+            {
+              regex: '(^|/)ingest/(http|routes)(/|$)|^\\.\\./(http|routes)(/|$)',
+              message:
+                'The domain and the pipeline never import the HTTP layer: return a typed outcome or throw a DomainError ' +
+                '(ingest/domain/errors.ts); ingest/http/surfaces.ts turns it into the answer of each surface.',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -108,7 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock });
 
   await app.register(dashboardPageRoutes);
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  app.get('/openapi.json', { config: { surface: 'other' }, schema: { hide: true } }, async () => app.swagger());
+  app.get('/healthz', { config: { surface: 'other' }, schema: { hide: true } }, async () => ({ ok: true }));
   return app;
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Database } from '../../core/db.js';
-import { ApiError, badRequest, forbidden } from '../http/errors.js';
-import { M } from '../http/messages.js';
+import { refused } from './errors.js';
 
 export interface ClickInput {
   affCode: string;
@@ -74,19 +73,12 @@ const recordClicksSql = sql(
 );
 
 function outcome(row: ClickOutcomeRow | undefined, clickId: string): RecordedClick {
-  if (!row || row.link_id === null) throw badRequest(M.click.linkNotFound);
+  if (!row || row.link_id === null) throw refused({ reason: 'link_not_found' });
   if (row.program_id === null || row.partner_id === null || row.attribution_window_days === null) {
-    throw badRequest(M.click.linkMisconfigured);
+    throw refused({ reason: 'link_misconfigured' });
   }
-  if (!row.enabled) {
-    throw new ApiError(410, M.click.linkDisabled, {
-      envelope: 'typed',
-      code: 'link_disabled',
-      extra: { hint: M.click.linkDisabledHint },
-      topLevel: { success: false, message: M.click.linkDisabled },
-    });
-  }
-  if (!row.origin_allowed) throw forbidden(M.origin.notAllowed);
+  if (!row.enabled) throw refused({ reason: 'link_disabled' });
+  if (!row.origin_allowed) throw refused({ reason: 'origin_not_allowed' });
   return { clickId, programId: row.program_id, cookieWindowDays: row.attribution_window_days };
 }
 

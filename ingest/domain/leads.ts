@@ -1,6 +1,4 @@
 import { isUniqueViolation, type Database, type Transaction } from '../../core/db.js';
-import { badRequest, forbidden } from '../http/errors.js';
-import { M } from '../http/messages.js';
 import {
   insertCustomer,
   lockClick,
@@ -11,6 +9,7 @@ import {
   type CustomerRow,
 } from './customers.js';
 import { customerChanged, type OutboxEvent } from '../../schemas/event-contract.js';
+import { refused } from './errors.js';
 import { appendEvents } from './outbox.js';
 import { logTestEvent } from './test-events.js';
 
@@ -61,22 +60,22 @@ export async function recordLead(db: Database, input: LeadInput): Promise<LeadRe
         if (click) customer = await lockCustomerByClick(tx, input.clickId);
       }
       const programId = customer?.program_id ?? click?.program_id;
-      if (programId === undefined) throw badRequest(M.lead.customerNotFound);
-      if (serverMode && programId !== input.keyProgramId) throw badRequest(M.lead.otherProgram);
+      if (programId === undefined) throw refused({ reason: 'customer_not_found' });
+      if (serverMode && programId !== input.keyProgramId) throw refused({ reason: 'customer_other_program' });
       if (!serverMode && click && input.origin !== undefined && !click.allowed_origins.includes(input.origin)) {
-        throw forbidden(M.origin.notAllowed);
+        throw refused({ reason: 'origin_not_allowed' });
       }
       if (customer) return result(await leadForExistingCustomer(tx, customer, input, serverMode));
       return result(await newLead(tx, click!, input, serverMode));
     });
   } catch (error) {
-    if (isUniqueViolation(error, 'customers_program_id_customer_key_key')) throw badRequest(M.lead.customerKeyTaken);
+    if (isUniqueViolation(error, 'customers_program_id_customer_key_key')) throw refused({ reason: 'customer_key_taken' });
     throw error;
   }
 }
 
 async function leadForExistingCustomer(tx: Transaction, customer: CustomerRow, input: LeadInput, serverMode: boolean) {
-  if (!customer.provisional) throw badRequest(M.lead.statusLocked(customer.status));
+  if (!customer.provisional) throw refused({ reason: 'status_locked', status: customer.status });
   const leadAuth = serverMode ? 'server_required' : await programLeadAuth(tx, customer);
   if (!serverMode && leadAuth === 'server_required') return customer; // repeat browser lead: nothing new
   const settled = await updateCustomer(tx, customer, {

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { isUniqueViolation, sql, type Database, type Queryable } from '../../core/db.js';
-import { ApiError, notFound } from '../http/errors.js';
-import { M } from '../http/messages.js';
 import { issueProgramKey } from './api-keys.js';
 import type { CommissionType } from './commissions.js';
 import { partnerProgramChanged } from '../../schemas/event-contract.js';
+import { refused } from './errors.js';
 import { appendEvents } from './outbox.js';
 
 export type LeadAuth = 'server_required' | 'browser_allowed';
@@ -123,13 +122,13 @@ export async function createPartner(db: Database, programId: number, p: NewPartn
       return { partnerId, partnerProgramId: junction.id, affCode, status: junction.status };
     });
   } catch (error) {
-    if (isUniqueViolation(error, 'referral_links_aff_code_key')) throw new ApiError(409, M.management.affCodeTaken);
+    if (isUniqueViolation(error, 'referral_links_aff_code_key')) throw refused({ reason: 'aff_code_taken' });
     throw error;
   }
 }
 
 export async function setLinkEnabled(db: Database, programId: number, affCode: string, enabled: boolean) {
   const row = await db.one<{ aff_code: string; enabled: boolean; partner_id: number | null }>(q.setLink, [programId, affCode, enabled]);
-  if (!row) throw notFound(M.management.linkNotFound);
+  if (!row) throw refused({ reason: 'link_not_found' });
   return row;
 }

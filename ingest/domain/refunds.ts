@@ -1,7 +1,6 @@
 import { sql, type Database } from '../../core/db.js';
-import { notFound } from '../http/errors.js';
-import { M } from '../http/messages.js';
 import { commissionEvent, platformFeeEvent, saleStatusChanged, type OutboxEvent } from '../../schemas/event-contract.js';
+import { refused } from './errors.js';
 import { appendEvents } from './outbox.js';
 import type { CommissionRow, SaleRow } from './sales.js';
 
@@ -63,7 +62,7 @@ export async function recordRefund(db: Database, input: RefundInput): Promise<Re
       input.transactionId,
       input.programId,
     ]);
-    if (!sale) throw notFound(M.refund.saleNotFound);
+    if (!sale) throw refused({ reason: 'sale_not_found' });
     const base = { saleId: sale.id, transactionId: input.transactionId };
     if (sale.status !== 'paid') {
       // Refunds are idempotent: the first one stands.

@@ -1,6 +1,4 @@
 import { isUniqueViolation, sql, type Database, type Transaction } from '../../core/db.js';
-import { ApiError, badRequest } from '../http/errors.js';
-import { M, type Currency } from '../http/messages.js';
 import { commissionCents, platformFeeCents, type CommissionType } from './commissions.js';
 import {
   customerKeyInOtherProgram,
@@ -12,7 +10,9 @@ import {
   type CustomerRow,
 } from './customers.js';
 import { commissionEvent, customerChanged, platformFeeEvent, saleRecorded, type OutboxEvent } from '../../schemas/event-contract.js';
+import { refused, type Refusal } from './errors.js';
 import { appendEvents } from './outbox.js';
+import type { Currency } from './payments.js';
 import { logTestEvent } from './test-events.js';
 
 const DAY_MS = 86_400_000;
@@ -64,9 +64,14 @@ export interface SaleOutcome {
   sale: SaleRow;
   commission: CommissionRow | null;
   converted: boolean;
-  /** Set when the sale was stored (and its transaction_id consumed) but the answer is an error. */
-  failure?: ApiError;
+  /**
+   * Set when the sale was stored (and its transaction_id consumed) but is refused all the same:
+   * the sale stays, and the caller answers with this refusal.
+   */
+  refusal?: StoredSaleRefusal;
 }
+
+export type StoredSaleRefusal = Extract<Refusal, { reason: 'partner_required' | 'commission_failed' }>;
 
 interface ProgramTerms {
   commission_type: CommissionType;
@@ -108,7 +113,7 @@ const q = {
 };
 
 function duplicate(saleId: string) {
-  return new ApiError(409, M.sale.duplicate, { details: { sale_id: saleId } });
+  return refused({ reason: 'duplicate_transaction', saleId });
 }
 
 let lastTestStamp = 0;
@@ -175,13 +180,13 @@ async function resolveCustomer(tx: Transaction, input: SaleInput, occurredAt: Da
     const customer = await lockCustomerByKey(tx, input.programId, input.customerKey);
     if (customer) return { customer, created: false };
     if (input.clickId === undefined) {
-      if (await customerKeyInOtherProgram(tx, input.programId, input.customerKey)) throw badRequest(M.sale.otherProgram, 'no_attribution');
-      throw badRequest(M.sale.customerNotFound, 'no_attribution');
+      if (await customerKeyInOtherProgram(tx, input.programId, input.customerKey)) throw refused({ reason: 'customer_other_program' });
+      throw refused({ reason: 'customer_not_found' });
     }
   }
   const click = input.clickId === undefined ? undefined : await lockClick(tx, input.clickId);
-  if (!click) throw badRequest(M.sale.customerNotFound, 'no_attribution');
-  if (click.program_id !== input.programId) throw badRequest(M.sale.otherProgram, 'no_attribution');
+  if (!click) throw refused({ reason: 'customer_not_found' });
+  if (click.program_id !== input.programId) throw refused({ reason: 'customer_other_program' });
   const customer = await lockCustomerByClick(tx, click.click_id);
   if (customer) return { customer, created: false };
   // A payment with no signup before it: the click alone carries the attribution.
@@ -201,7 +206,7 @@ async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: 
   const occurredAt = input.occurredAt ?? new Date();
   const { customer, created } = await resolveCustomer(tx, input, occurredAt);
   if (customer.partner_program_id === null || !(await tx.one(q.junction, [customer.partner_program_id]))) {
-    throw badRequest(M.sale.noJunction, 'no_attribution');
+    throw refused({ reason: 'no_junction' });
   }
   const terms = (await tx.one<ProgramTerms>(q.terms, [input.programId]))!;
   const converts = created || customer.status !== 'conversion';
@@ -210,7 +215,7 @@ async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: 
     // than the signup, or than the payment when there was no signup.
     const reference = customer.signup_date ?? occurredAt;
     if (reference.getTime() - customer.click_created_at.getTime() > terms.attribution_window_days * DAY_MS) {
-      throw badRequest(M.sale.outsideWindow, 'no_attribution');
+      throw refused({ reason: 'outside_window' });
     }
   }
   const sale = await insertSale(tx, input, transactionId, customer);
@@ -227,11 +232,11 @@ async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: 
   }
   if (current.partner_id === null) {
     await appendEvents(tx, events);
-    return { sale, commission: null, converted: converts, failure: badRequest(M.sale.partnerIdRequired, 'no_attribution') };
+    return { sale, commission: null, converted: converts, refusal: { reason: 'partner_required' } };
   }
   const amount = commissionCents(terms.commission_type, terms.commission_rate, sale.amount_cents, converts);
   let commission: CommissionRow | null = null;
-  let failure: ApiError | undefined;
+  let refusal: StoredSaleRefusal | undefined;
   if (amount !== null) {
     const partnerId = current.partner_id;
     const written = await tx.savepoint('commission', async () => {
@@ -249,9 +254,9 @@ async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: 
       events.push(commissionEvent('commission.created', commission, commission.created_at), platformFeeEvent('platform_fee.created', commission, fee, fee.created_at));
     } else {
       // The sale stays recorded and its transaction_id consumed, as the spec describes.
-      failure = new ApiError(500, M.sale.commissionFailed);
+      refusal = { reason: 'commission_failed' };
     }
   }
   await appendEvents(tx, events);
-  return { sale, commission, converted: converts, ...(failure ? { failure } : {}) };
+  return { sale, commission, converted: converts, ...(refusal ? { refusal } : {}) };
 }

@@ -1,63 +1,19 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { ERROR_NAMES, M, SALE_CODE_BY_STATUS } from './messages.js';
+import { DomainError } from '../domain/errors.js';
+import { ApiError } from './api-error.js';
+import { ERROR_NAMES, M } from './messages.js';
+import { failedAnswer, isSurface, platformCode, refusalAnswer, SURFACES, type Surface } from './surfaces.js';
 
-/**
- * The API surfaces whose errors differ: the 500 message, whether the platform envelope carries
- * error.code (sale, refund), and whether errors use the typed envelope (readiness).
- */
-export type Surface = 'click' | 'lead' | 'sale' | 'refund' | 'readiness' | 'management' | 'performance' | 'status' | 'other';
+export { ApiError, badRequest, forbidden, notFound, typedError, unauthorized, type ApiErrorOptions } from './api-error.js';
+export type { Surface } from './surfaces.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    surface?: Surface;
+    /** Which API surface the route belongs to: how its errors are worded (ingest/http/surfaces.ts). */
+    surface: Surface;
   }
 }
-
-type Envelope = 'platform' | 'typed';
-
-export interface ApiErrorOptions {
-  /** error.code: in the typed envelope always; in the platform envelope only where the spec names one. */
-  code?: string;
-  details?: Record<string, unknown>;
-  envelope?: Envelope;
-  /** Typed envelope: extra fields inside `error` (hint, docs_url, retry_after_seconds...). */
-  extra?: Record<string, unknown>;
-  /** Typed envelope: fields beside `error` (link_disabled keeps success and message). */
-  topLevel?: Record<string, unknown>;
-  headers?: Record<string, string>;
-}
-
-/** An error the client caused or may act on; mapped to one of the spec's two envelopes. */
-export class ApiError extends Error {
-  readonly status: number;
-  readonly options: ApiErrorOptions;
-  constructor(status: number, message: string, options: ApiErrorOptions = {}) {
-    super(message);
-    this.name = 'ApiError';
-    this.status = status;
-    this.options = options;
-  }
-}
-
-export const badRequest = (message: string, code?: string) => new ApiError(400, message, code ? { code } : {});
-export const unauthorized = (message: string) => new ApiError(401, message);
-export const forbidden = (message: string) => new ApiError(403, message);
-export const notFound = (message: string) => new ApiError(404, message);
-export const typedError = (status: number, code: string, message: string, extra: Record<string, unknown> = {}) =>
-  new ApiError(status, message, { envelope: 'typed', code, extra });
-
-const FAILURE_MESSAGE: Record<Surface, string> = {
-  click: M.click.failed,
-  lead: M.lead.failed,
-  sale: M.sale.failed,
-  refund: M.refund.failed,
-  readiness: M.readiness.failed,
-  management: M.management.failed,
-  performance: M.dashboard.performanceFailed,
-  status: M.dashboard.statusFailed,
-  other: M.management.failed,
-};
 
 interface ValidationIssue {
   message?: string;
@@ -107,25 +63,20 @@ function render(error: ApiError, surface: Surface) {
     message: error.message,
     details: error.options.details ?? {},
   };
-  const code = error.options.code ?? (surface === 'sale' || surface === 'refund' ? SALE_CODE_BY_STATUS[status] : undefined);
+  const code = error.options.code ?? platformCode(surface, status);
   if (code !== undefined) body.code = code;
   return { data: null, error: body };
 }
 
-function internalError(surface: Surface): ApiError {
-  if (surface === 'readiness') {
-    return typedError(500, 'internal_error', M.readiness.failed, { retry_after_seconds: M.readiness.retryAfterSeconds });
-  }
-  return new ApiError(500, FAILURE_MESSAGE[surface]);
-}
-
 /** The one error handler: typed errors to envelopes, 4xx logged as warn, 5xx as error, nothing internal leaked. */
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply) {
-  const surface = request.routeOptions.config.surface ?? 'other';
+  // Only a request that matched no route (a framework error) has no surface.
+  const surface: Surface = request.routeOptions.config.surface ?? 'other';
   let apiError: ApiError;
   if (error instanceof ApiError) apiError = error;
+  else if (error instanceof DomainError) apiError = refusalAnswer(surface, error.refusal);
   else if (hasZodFastifySchemaValidationErrors(error)) apiError = fromValidation(error.validation as ValidationIssue[]);
-  else apiError = fromFastify(error as FastifyError) ?? internalError(surface);
+  else apiError = fromFastify(error as FastifyError) ?? failedAnswer(surface);
 
   if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.warn({ status: apiError.status, reason: apiError.message }, 'request refused');
@@ -138,7 +89,20 @@ export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply) {
   return reply.status(404).send(render(new ApiError(404, M.notFound), 'other'));
 }
 
+/** Start-up check: a route that names no surface (or an unknown one) stops the service from starting. */
+export function requireSurface(route: RouteOptions) {
+  const surface: unknown = route.config?.surface;
+  if (!isSurface(surface)) {
+    const methods = ([] as string[]).concat(route.method).join(',');
+    throw new Error(
+      `Route ${methods} ${route.url} names no known surface in config.surface (got ${String(surface)}); ` +
+        `one of: ${Object.keys(SURFACES).join(', ')}`,
+    );
+  }
+}
+
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
+  app.addHook('onRoute', requireSurface);
 }

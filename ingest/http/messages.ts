@@ -1,13 +1,9 @@
+import { PROVIDERS } from '../domain/payments.js';
+
 /**
  * Every message the interface spec fixes, word for word, and the few the spec leaves open
  * (marked "ours", recorded in docs/decisions.md). Handlers never spell a message themselves.
  */
-
-export const CURRENCIES = ['USD', 'EUR', 'VND'] as const;
-export type Currency = (typeof CURRENCIES)[number];
-
-/** The allowed `provider` values: the spec leaves the list open (docs/decisions.md). */
-export const PROVIDERS = ['processor', 'paddle', 'paypal', 'chargebee', 'braintree', 'adyen', 'manual', 'other'] as const;
 
 export const M = {
   click: {
@@ -26,15 +22,20 @@ export const M = {
     otherProgram: 'Customer does not belong to this program',
     statusLocked: (status: string) => `Customer status cannot be updated to lead. Current status: ${status}`,
     customerKeyTaken: 'customer_key is already used by another customer in this program', // ours
+    email: 'email must be a string of 1 to 320 characters', // ours
     failed: 'Lead tracking failed',
   },
   sale: {
     transactionId: 'transaction_id is required and must be a string',
     amount: 'amount_cents is required and must be a positive integer',
+    amountAtMost: (max: number) => `amount_cents must be at most ${max}`, // ours
     occurredAt: 'occurred_at must be an ISO 8601 time within the last 30 days',
     provider: `provider must be one of: ${PROVIDERS.join(', ')}`,
     providerPaymentId: 'provider_payment_id must be a string of 1 to 255 characters',
     livemode: 'livemode must be a boolean',
+    isRecurring: 'is_recurring must be a boolean', // ours
+    saleType: 'sale_type must be a string of 1 to 64 characters', // ours
+    subscriptionId: 'subscription_id must be a string of 1 to 255 characters', // ours
     currency: (value: string) => `currency ${value} is not supported`,
     customerNotFound: 'Customer not found. Provide customer_key or click_id.',
     otherProgram: 'No affiliate attribution found for this customer in this program',
@@ -80,6 +81,12 @@ export const M = {
     mediaType: 'Content-Type must be application/json', // ours
     badUrl: 'The request URL is not valid', // ours
     badRequest: 'Bad request', // ours
+    /** click_id and customer_key, on lead and sale. */
+    identifier: (name: string) => `${name} must be a string of 1 to 255 characters`,
+    additionalData: 'additional_data must be an object', // ours
+    testMode: 'additional_data.test_mode must be a boolean', // ours
+    programId: 'additional_data.program_id must be a positive integer', // ours
+    programIdParam: 'programId must be a positive integer', // ours
     unknownField: (keys: string[]) => `Unknown field${keys.length > 1 ? 's' : ''}: ${keys.join(', ')}`, // ours
   },
   origin: {

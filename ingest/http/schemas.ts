@@ -35,8 +35,8 @@ export const body = <T extends z.core.$ZodLooseShape>(shape: T) =>
     error: (issue) => (issue.code === 'unrecognized_keys' ? M.body.unknownField(issue.keys) : M.body.notObject),
   });
 
-export const TEST_MODE_MESSAGE = 'additional_data.test_mode must be a boolean';
-export const PROGRAM_ID_MESSAGE = 'additional_data.program_id must be a positive integer';
+const TEST_MODE_MESSAGE = M.body.testMode;
+const PROGRAM_ID_MESSAGE = M.body.programId;
 
 /** additional_data is an open bag: fields other than these are ignored, not stored. */
 export const additionalData = z
@@ -45,11 +45,11 @@ export const additionalData = z
       test_mode: flag(TEST_MODE_MESSAGE).optional(),
       program_id: z.number({ error: PROGRAM_ID_MESSAGE }).int(PROGRAM_ID_MESSAGE).positive(PROGRAM_ID_MESSAGE).max(Number.MAX_SAFE_INTEGER, PROGRAM_ID_MESSAGE).optional(),
     },
-    { error: 'additional_data must be an object' },
+    { error: M.body.additionalData },
   )
   .optional();
 
-const PROGRAM_ID = 'programId must be a positive integer';
+const PROGRAM_ID = M.body.programIdParam;
 /** Digits only: Number() would also read "0x1" or " 1" as program 1. */
 export const programIdParam = z.object({
   programId: z

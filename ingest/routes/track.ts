@@ -4,15 +4,18 @@ import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-
 import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import { createClickWriter } from '../domain/clicks.js';
+import { refused } from '../domain/errors.js';
 import { recordLead } from '../domain/leads.js';
 import { originAllowedAnywhere } from '../domain/origins.js';
 import { recordRefund } from '../domain/refunds.js';
+import { CURRENCIES, PROVIDERS, type Currency } from '../domain/payments.js';
 import { recordSale, type SaleOutcome } from '../domain/sales.js';
 import { presentedKeyId, programKeyHook } from '../http/auth.js';
 import { badRequest, forbidden } from '../http/errors.js';
-import { CURRENCIES, M, PROVIDERS, type Currency } from '../http/messages.js';
+import { M } from '../http/messages.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { PlatformError, TypedError, additionalData, body, echo, flag, storable, text } from '../http/schemas.js';
+import { refusalAnswer } from '../http/surfaces.js';
 
 export interface TrackDeps {
   db: Database;
@@ -42,7 +45,7 @@ export function parseOccurredAt(value: string, now = Date.now()): Date | undefin
   return new Date(at);
 }
 
-const customerRef = (name: string) => text(255, `${name} must be a string of 1 to 255 characters`).optional();
+const customerRef = (name: string) => text(255, M.body.identifier(name)).optional();
 
 const ClickBody = body({
   affiliate_url: z
@@ -84,7 +87,7 @@ const ClickBody = body({
 const LeadBody = body({
   click_id: customerRef('click_id'),
   customer_key: customerRef('customer_key'),
-  email: text(320, 'email must be a string of 1 to 320 characters').optional(),
+  email: text(320, M.lead.email).optional(),
   additional_data: additionalData,
 });
 
@@ -94,7 +97,7 @@ const SaleBody = body({
     .number({ error: M.sale.amount })
     .int(M.sale.amount)
     .positive(M.sale.amount)
-    .max(MAX_AMOUNT_CENTS, `amount_cents must be at most ${MAX_AMOUNT_CENTS}`)
+    .max(MAX_AMOUNT_CENTS, M.sale.amountAtMost(MAX_AMOUNT_CENTS))
     .optional()
     .describe('Positive integer in the smallest currency unit; optional in test mode only'),
   customer_key: customerRef('customer_key'),
@@ -121,9 +124,9 @@ const SaleBody = body({
   provider: z.enum(PROVIDERS, { error: M.sale.provider }).optional(),
   provider_payment_id: text(255, M.sale.providerPaymentId).optional(),
   livemode: flag(M.sale.livemode).optional(),
-  is_recurring: flag('is_recurring must be a boolean').optional(),
-  sale_type: text(64, 'sale_type must be a string of 1 to 64 characters').optional(),
-  subscription_id: text(255, 'subscription_id must be a string of 1 to 255 characters').optional(),
+  is_recurring: flag(M.sale.isRecurring).optional(),
+  sale_type: text(64, M.sale.saleType).optional(),
+  subscription_id: text(255, M.sale.subscriptionId).optional(),
   additional_data: additionalData,
 });
 
@@ -328,7 +331,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
       if (!test) {
         if (b.transaction_id === undefined) throw badRequest(M.sale.transactionId);
         if (b.amount_cents === undefined) throw badRequest(M.sale.amount);
-        if (b.customer_key === undefined && b.click_id === undefined) throw badRequest(M.sale.customerNotFound, 'no_attribution');
+        if (b.customer_key === undefined && b.click_id === undefined) throw refused({ reason: 'customer_not_found' });
       }
       const outcome = await recordSale(
         db,
@@ -350,7 +353,8 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
         },
         deps.platformFeeBps,
       );
-      if (outcome.failure) throw outcome.failure;
+      // Stored, yet refused: the sale stays and the answer is the refusal.
+      if (outcome.refusal) throw refusalAnswer('sale', outcome.refusal);
       return saleView(outcome);
     },
   );
