@@ -1,25 +1,10 @@
 import { sql, type Database } from '../../core/db.js';
 import type { PaymentTrackingMode } from './programs.js';
-import type { Role } from './workspaces.js';
-
-/** Permissions of the dashboard, by workspace role. tracking:read (performance, status) is every member's. */
-export type Permission = 'tracking:read';
-const PERMISSIONS: Record<Role, readonly Permission[]> = {
-  owner: ['tracking:read'],
-  member: ['tracking:read'],
-};
-export const can = (role: Role, permission: Permission): boolean => PERMISSIONS[role].includes(permission);
 
 /** The status endpoint counts test events up to this many per step (spec "Limits"). */
 export const TEST_EVENT_COUNT_CAP = 10;
 
 const q = {
-  access: sql(
-    'dashboard.program_access',
-    `SELECT p.created_at AS "createdAt", m.role
-       FROM programs p LEFT JOIN members m ON m.workspace_id = p.workspace_id AND m.user_id = $2
-      WHERE p.id = $1`,
-  ),
   // One round trip; every count reads at most the cap from the (program_id, event_type, created_at) index.
   integration: sql(
     'dashboard.integration_facts',
@@ -39,17 +24,6 @@ const q = {
       WHERE p.id = $1`,
   ),
 };
-
-export interface ProgramAccess {
-  createdAt: Date;
-  /** Null when the user is not a member of the program's workspace. */
-  role: Role | null;
-}
-
-/** The program and the user's role in its workspace; undefined for an unknown program. */
-export async function programAccess(db: Database, userId: number, programId: number): Promise<ProgramAccess | undefined> {
-  return db.one<ProgramAccess>(q.access, [programId, userId]);
-}
 
 export interface TestEventSummary {
   /** Up to TEST_EVENT_COUNT_CAP. */

@@ -9,11 +9,6 @@ const q = {
     `SELECT user_id AS "userId" FROM dashboard_sessions
       WHERE token_hash = $1 AND (expires_at IS NULL OR expires_at > now())`,
   ),
-  programRole: sql(
-    'members.role_for_program',
-    `SELECT m.role FROM programs p JOIN members m ON m.workspace_id = p.workspace_id
-      WHERE p.id = $1 AND m.user_id = $2`,
-  ),
   workspaces: sql(
     'members.workspaces',
     `SELECT workspace_id AS "workspaceId", role FROM members WHERE user_id = $1 ORDER BY workspace_id`,
@@ -35,13 +30,9 @@ const q = {
   ),
 };
 
+/** The user of a live dashboard session: one lookup by the token's hash (unique index). */
 export async function sessionUserId(db: Database, token: string): Promise<number | undefined> {
   return (await db.one<{ userId: number }>(q.sessionUser, [hashSecret(token)]))?.userId;
-}
-
-/** The user's role in the workspace owning the program; undefined for a non-member or an unknown program. */
-export async function roleForProgram(db: Database, userId: number, programId: number): Promise<Role | undefined> {
-  return (await db.one<{ role: Role }>(q.programRole, [programId, userId]))?.role;
 }
 
 export async function workspacesOf(db: Database, userId: number) {

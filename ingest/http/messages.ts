@@ -100,6 +100,23 @@ export const M = {
     affCodeTaken: 'aff_code is already in use', // ours
     workspaceRequired: 'workspace_id is required when you belong to several workspaces', // ours
     failed: 'Internal server error', // ours
+    // The next three are the spec's CLI `init` messages, which program creation shares.
+    missingFields: 'Missing required fields: name, domain, commission_type, commission_rate',
+    commissionType: (value: string, valid: readonly string[]) => `Invalid commission_type: ${value}. Valid: ${valid.join(', ')}`,
+    commissionRate: 'commission_rate must be a positive number',
+    commissionRateMax: 'commission_rate must be at most 1000000', // ours
+    percentRateMax: 'commission_rate must be at most 100 for percent commissions', // ours
+    attributionWindow: 'attribution_window_days must be an integer from 1 to 3650', // ours
+    workspaceId: 'workspace_id must be a positive integer', // ours
+    allowedOrigins: 'allowed_origins must be a list of at most 50 origins such as https://shop.example.com', // ours
+    leadAuth: 'lead_auth must be server_required or browser_allowed', // ours
+    paymentTrackingMode: 'paymentTrackingMode must be processor_connect or s2s', // ours
+    text: (name: string, max: number) => `${name} must be a string of 1 to ${max} characters`, // ours
+    partnerName: 'name is required and must be a string of 1 to 200 characters', // ours
+    email: 'email must be a valid email address', // ours
+    affCode: 'aff_code must be 3 to 64 letters, digits, dashes or underscores', // ours
+    linkCode: 'affCode must be a referral link code of 1 to 64 characters', // ours
+    enabled: 'enabled is required and must be a boolean', // ours
   },
   notFound: 'Route not found', // ours
   dashboard: {

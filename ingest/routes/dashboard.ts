@@ -1,13 +1,13 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { performance } from '../../queries/performance.js';
 import { MAX_RANGE_DAYS, PERIODS, rangeProblem, type RangeProblem } from '../../queries/periods.js';
-import { can, integrationFacts, integrationStatus, programAccess, type ProgramAccess } from '../domain/dashboard.js';
-import { sessionUserId } from '../domain/workspaces.js';
-import { ApiError, forbidden, notFound } from '../http/errors.js';
+import { integrationFacts, integrationStatus } from '../domain/dashboard.js';
+import { createAuth } from '../http/auth.js';
+import { notFound } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { PlatformError, programIdParam } from '../http/schemas.js';
 
@@ -17,21 +17,6 @@ export interface DashboardDeps {
   warehouse?: Warehouse;
   /** Milliseconds since the epoch: "today" of the presets, and lastUpdated. */
   clock: () => number;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    dashboardSessionUser?: number;
-    dashboardProgram?: ProgramAccess;
-  }
-}
-
-/** The dashboard session rides in Authorization, with or without the Bearer scheme. */
-function sessionToken(request: FastifyRequest): string | undefined {
-  const header = request.headers.authorization?.trim();
-  if (!header) return undefined;
-  const token = header.startsWith('Bearer ') ? header.slice(7).trim() : header;
-  return token || undefined;
 }
 
 const RANGE_MESSAGE: Record<RangeProblem, string> = {
@@ -158,29 +143,15 @@ const security = [{ dashboardSession: [] }];
 export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { db, warehouse, clock } = deps;
-
-  /** Resolves the session into request.dashboardSessionUser; `refuse` is the answer without one. */
-  const session = (refuse: () => ApiError) =>
-    async function authenticate(request: FastifyRequest) {
-      const token = sessionToken(request);
-      const userId = token === undefined ? undefined : await sessionUserId(db, token);
-      if (userId === undefined) throw refuse();
-      request.dashboardSessionUser = userId;
-    };
+  // Performance and status refuse differently (403 everywhere against 401/404/403): their rows
+  // of the requirement table say how.
+  const auth = createAuth({ db });
 
   app.get(
     '/performance/:programId',
     {
       config: { surface: 'performance' },
-      // The spec answers 403, not 401, without a session; a non-member and an unknown program get
-      // the same 403, so program ids cannot be probed.
-      onRequest: session(() => forbidden(M.dashboard.sessionRequired)),
-      preHandler: async (request) => {
-        const { programId } = request.params as { programId: number };
-        const access = await programAccess(db, request.dashboardSessionUser!, programId);
-        if (!access?.role || !can(access.role, 'tracking:read')) throw forbidden(M.dashboard.notMember);
-        request.dashboardProgram = access;
-      },
+      ...auth.require('performance', 'tracking:read'),
       schema: {
         summary: 'Daily performance of a program, totals and trends against the previous period',
         security,
@@ -193,7 +164,7 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (fastify
       if (!warehouse) throw new Error('no warehouse is configured: performance figures cannot be read');
       return performance(warehouse, {
         programId: request.params.programId,
-        programCreatedAt: request.dashboardProgram!.createdAt,
+        programCreatedAt: request.authorizedProgram!.createdAt,
         query: request.query,
         now: clock(),
       });
@@ -204,7 +175,7 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (fastify
     '/status/:programId',
     {
       config: { surface: 'status' },
-      onRequest: session(() => new ApiError(401, M.dashboard.sessionRequired)),
+      ...auth.require('status', 'tracking:read'),
       schema: {
         summary: 'Integration checklist of a program (needs tracking:read)',
         security,
@@ -214,9 +185,6 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (fastify
     },
     async (request) => {
       const { programId } = request.params;
-      const access = await programAccess(db, request.dashboardSessionUser!, programId);
-      if (!access) throw notFound(M.dashboard.programNotFound);
-      if (!access.role || !can(access.role, 'tracking:read')) throw forbidden(M.dashboard.trackingReadRequired);
       const facts = await integrationFacts(db, programId);
       if (!facts) throw notFound(M.dashboard.programNotFound);
       return { data: integrationStatus(programId, facts, new Date(clock())) };

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sql, type Database } from '../../core/db.js';
@@ -6,8 +6,9 @@ import { issueProgramKey } from '../domain/api-keys.js';
 import { COMMISSION_TYPES } from '../domain/commissions.js';
 import { canonicalOrigin } from '../domain/origins.js';
 import { createPartner, createProgram, getProgram, setLinkEnabled, updateProgram, type ProgramView } from '../domain/programs.js';
-import { roleForProgram, sessionUserId, workspacesOf, type Role } from '../domain/workspaces.js';
-import { ApiError, badRequest, forbidden } from '../http/errors.js';
+import { workspacesOf } from '../domain/workspaces.js';
+import { createAuth } from '../http/auth.js';
+import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { PlatformError, body, echo, programIdParam, text } from '../http/schemas.js';
 
@@ -15,31 +16,20 @@ export interface ManagementDeps {
   db: Database;
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    dashboardUserId?: number;
-  }
-}
-
-const MISSING = 'Missing required fields: name, domain, commission_type, commission_rate';
+const { missingFields: MISSING, commissionRate: RATE, attributionWindow: WINDOW, workspaceId: WORKSPACE, allowedOrigins: ORIGINS } = M.management;
 
 const commissionType = z.enum(COMMISSION_TYPES as ['percent', 'fixed', 'recurring_percent', 'recurring_fixed'], {
-  error: (issue) =>
-    issue.input === undefined ? MISSING : `Invalid commission_type: ${echo(issue.input, 40)}. Valid: ${COMMISSION_TYPES.join(', ')}`,
+  error: (issue) => (issue.input === undefined ? MISSING : M.management.commissionType(echo(issue.input, 40), COMMISSION_TYPES)),
 });
-const RATE = 'commission_rate must be a positive number';
 const commissionRate = z
   .number({ error: (issue) => (issue.input === undefined ? MISSING : RATE) })
   .min(0.0001, RATE) // stored with 4 decimals: anything smaller would round to 0
-  .max(1_000_000, 'commission_rate must be at most 1000000');
-const WINDOW = 'attribution_window_days must be an integer from 1 to 3650';
-const WORKSPACE = 'workspace_id must be a positive integer';
-const ORIGINS = 'allowed_origins must be a list of at most 50 origins such as https://shop.example.com';
+  .max(1_000_000, M.management.commissionRateMax);
 
 const settings = {
   attribution_window_days: z.number({ error: WINDOW }).int(WINDOW).min(1, WINDOW).max(3650, WINDOW).optional(),
-  lead_auth: z.enum(['server_required', 'browser_allowed'], { error: 'lead_auth must be server_required or browser_allowed' }).optional(),
-  paymentTrackingMode: z.enum(['processor_connect', 's2s'], { error: 'paymentTrackingMode must be processor_connect or s2s' }).optional(),
+  lead_auth: z.enum(['server_required', 'browser_allowed'], { error: M.management.leadAuth }).optional(),
+  paymentTrackingMode: z.enum(['processor_connect', 's2s'], { error: M.management.paymentTrackingMode }).optional(),
   allowed_origins: z
     .array(
       z.string({ error: ORIGINS }).transform((value, ctx) => {
@@ -55,8 +45,8 @@ const settings = {
 
 const requiredText = (max: number, name: string) =>
   z
-    .string({ error: (issue) => (issue.input === undefined ? MISSING : `${name} must be a string of 1 to ${max} characters`) })
-    .pipe(text(max, `${name} must be a string of 1 to ${max} characters`));
+    .string({ error: (issue) => (issue.input === undefined ? MISSING : M.management.text(name, max)) })
+    .pipe(text(max, M.management.text(name, max)));
 
 const CreateProgramBody = body({
   name: requiredText(200, 'name'),
@@ -68,22 +58,22 @@ const CreateProgramBody = body({
 });
 
 const UpdateProgramBody = body({
-  name: text(200, 'name must be a string of 1 to 200 characters').optional(),
-  domain: text(253, 'domain must be a string of 1 to 253 characters').optional(),
+  name: text(200, M.management.text('name', 200)).optional(),
+  domain: text(253, M.management.text('domain', 253)).optional(),
   commission_type: commissionType.optional(),
   commission_rate: commissionRate.optional(),
   ...settings,
 });
 
-const AFF_CODE = 'aff_code must be 3 to 64 letters, digits, dashes or underscores';
+const AFF_CODE = M.management.affCode;
 const CreatePartnerBody = body({
-  name: text(200, 'name is required and must be a string of 1 to 200 characters'),
-  email: z.email({ error: 'email must be a valid email address' }).max(320).optional(),
+  name: text(200, M.management.partnerName),
+  email: z.email({ error: M.management.email }).max(320).optional(),
   aff_code: z.string({ error: AFF_CODE }).regex(/^[A-Za-z0-9_-]{3,64}$/, AFF_CODE).optional(),
 });
 
-const LinkParams = programIdParam.extend({ affCode: text(64, 'affCode must be a referral link code of 1 to 64 characters') });
-const LinkBody = body({ enabled: z.boolean({ error: 'enabled is required and must be a boolean' }) });
+const LinkParams = programIdParam.extend({ affCode: text(64, M.management.linkCode) });
+const LinkBody = body({ enabled: z.boolean({ error: M.management.enabled }) });
 
 const Program = z.object({
   id: z.number().int(),
@@ -124,49 +114,40 @@ function referralUrl(domain: string, affCode: string): string {
   }
 }
 
-/** The dashboard session rides in Authorization, with or without the Bearer scheme. */
-function sessionToken(request: FastifyRequest): string | undefined {
-  const header = request.headers.authorization?.trim();
-  if (!header) return undefined;
-  const token = header.startsWith('Bearer ') ? header.slice(7).trim() : header;
-  return token || undefined;
-}
-
 export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fastify, { db }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
-  app.addHook('onRequest', async (request: FastifyRequest) => {
-    const token = sessionToken(request);
-    const userId = token === undefined ? undefined : await sessionUserId(db, token);
-    if (userId === undefined) throw new ApiError(401, M.management.sessionRequired);
-    request.dashboardUserId = userId;
-  });
-
-  /** Non-members and unknown programs get the same 403, so program ids cannot be probed. */
-  const requireRole = (roles: Role[], message: string = M.management.forbidden) =>
-    async function authorize(request: FastifyRequest, _reply: FastifyReply) {
-      const { programId } = request.params as { programId: number };
-      const role = await roleForProgram(db, request.dashboardUserId!, programId);
-      if (!role || !roles.includes(role)) throw forbidden(role ? message : M.management.forbidden);
-    };
-  const anyMember = requireRole(['owner', 'member']);
+  // Who may do what, and the 401/403 of each refusal: the 'management' row of the requirement table.
+  const auth = createAuth({ db });
+  const session = auth.require('management');
+  const programWrite = auth.require('management', 'program:write');
+  const keyManage = auth.require('management', 'api_key:manage');
+  /** The management family's credential is a dashboard session, so its principal is a user. */
+  const userOf = (request: FastifyRequest) => {
+    if (request.principal?.kind !== 'session') throw new Error('management routes run with a dashboard session');
+    return request.principal.userId;
+  };
 
   const config = { surface: 'management' as const };
 
   app.post(
     '/programs',
-    { config, schema: { summary: 'Create a program (its API key is created with it)', body: CreateProgramBody, response: { 200: z.object({ data: Program }), ...errors } } },
+    {
+      config,
+      ...session,
+      schema: { summary: 'Create a program (its API key is created with it)', body: CreateProgramBody, response: { 200: z.object({ data: Program }), ...errors } },
+    },
     async (request) => {
       const b = request.body;
-      const memberships = await workspacesOf(db, request.dashboardUserId!);
       let workspaceId = b.workspace_id;
       if (workspaceId === undefined) {
+        const memberships = await workspacesOf(db, userOf(request));
         if (memberships.length !== 1) throw badRequest(M.management.workspaceRequired);
         workspaceId = memberships[0]!.workspaceId;
       }
-      if (!memberships.some((m) => m.workspaceId === workspaceId)) throw forbidden(M.management.forbidden);
+      await auth.checkWorkspace(request, 'management', 'program:write', workspaceId);
       if ((b.commission_type === 'percent' || b.commission_type === 'recurring_percent') && b.commission_rate > 100) {
-        throw badRequest('commission_rate must be at most 100 for percent commissions');
+        throw badRequest(M.management.percentRateMax);
       }
       const program = await createProgram(db, workspaceId, {
         name: b.name,
@@ -184,9 +165,14 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
 
   app.get(
     '/programs',
-    { config, schema: { summary: "List the programs of the session's workspaces", response: { 200: z.object({ data: z.array(ProgramListItem) }), ...errors } } },
+    {
+      config,
+      ...session,
+      schema: { summary: "List the programs of the session's workspaces", response: { 200: z.object({ data: z.array(ProgramListItem) }), ...errors } },
+    },
+    // The list is the user's memberships: it needs no check beyond the session.
     async (request) => ({
-      data: await db.many<z.infer<typeof ProgramListItem>>(programsOfUser, [request.dashboardUserId!]),
+      data: await db.many<z.infer<typeof ProgramListItem>>(programsOfUser, [userOf(request)]),
     }),
   );
 
@@ -194,7 +180,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
     '/programs/:programId',
     {
       config,
-      preHandler: anyMember,
+      ...programWrite,
       schema: { summary: 'Change program settings', params: programIdParam, body: UpdateProgramBody, response: { 200: z.object({ data: Program }), ...errors } },
     },
     async (request) => {
@@ -203,7 +189,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
       const type = request.body.commission_type ?? current.commission_type;
       const rate = request.body.commission_rate ?? current.commission_rate;
       if ((type === 'percent' || type === 'recurring_percent') && rate > 100) {
-        throw badRequest('commission_rate must be at most 100 for percent commissions');
+        throw badRequest(M.management.percentRateMax);
       }
       return { data: programView(await updateProgram(db, programId, request.body)) };
     },
@@ -213,7 +199,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
     '/programs/:programId/api-key',
     {
       config,
-      preHandler: requireRole(['owner'], M.management.ownerOnly),
+      ...keyManage,
       schema: {
         summary: 'Generate or regenerate the program API key (owners only; the full key is shown once)',
         params: programIdParam,
@@ -230,7 +216,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
     '/programs/:programId/partners',
     {
       config,
-      preHandler: anyMember,
+      ...programWrite,
       schema: {
         summary: 'Create a partner with an approved partner-program record and a referral link',
         params: programIdParam,
@@ -266,7 +252,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
     '/programs/:programId/links/:affCode',
     {
       config,
-      preHandler: anyMember,
+      ...programWrite,
       schema: {
         summary: 'Turn a referral link off or on',
         params: LinkParams,

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import { computeReadiness } from '../domain/readiness.js';
-import { presentedKeyId, programKeyHook } from '../http/auth.js';
+import { createAuth, presentedKeyId, programKeyOf } from '../http/auth.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { TypedError } from '../http/schemas.js';
 
@@ -35,19 +35,23 @@ const ReadinessOk = z.object({
 export const readinessRoutes: FastifyPluginAsync<ReadinessDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
+  const auth = createAuth({ db: deps.db, docsBaseUrl: deps.docsBaseUrl });
   app.get(
     '/me/readiness',
     {
       config: { surface: 'readiness' },
       onRequest: [
         rateLimitHook(deps.rateLimits, { bucket: 'readiness', limit: 30, keyOf: byKeyOrIp }, app.log, deps.clock),
-        programKeyHook(deps.db, { surface: 'readiness', anonymousAllowed: false, docsBaseUrl: deps.docsBaseUrl }),
+        auth.authenticate('readiness'),
       ],
       schema: {
         summary: 'Is this program ready to go live?',
         response: { 200: ReadinessOk, 401: TypedError, 429: TypedError, 500: TypedError },
       },
     },
-    async (request) => ({ data: await computeReadiness(deps.db, request.programKey!) }),
+    async (request) => {
+      if (request.principal?.kind !== 'programKey') throw new Error('readiness runs with a program key');
+      return { data: await computeReadiness(deps.db, programKeyOf(request.principal)) };
+    },
   );
 };

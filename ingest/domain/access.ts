@@ -1,0 +1,116 @@
+import { sql, type Database } from '../../core/db.js';
+import type { Role } from './workspaces.js';
+
+/**
+ * What a caller may do to a program or a workspace. Agent keys will carry these names as their
+ * scopes (issue 13 may add finer ones here: the permission check needs no other change).
+ */
+export const PERMISSIONS = ['tracking:read', 'tracking:write', 'program:write', 'api_key:manage'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+/** When a program key was marked for rotation, and when it stops working. */
+export interface KeyRotation {
+  markedAt: Date;
+  deadline: Date;
+}
+
+/**
+ * Who is calling, whatever the credential. Each credential of the spec is one variant; a request
+ * without one (click, browser-mode lead) has no principal.
+ */
+export type Principal =
+  /** Program API key: scope is its one program. keyId is the key's hash (what rate limits count). */
+  | { kind: 'programKey'; programId: number; workspaceId: number; keyId: string; rotation: KeyRotation | null }
+  /** Dashboard session of a signed-in user: acts through the user's workspace roles. */
+  | { kind: 'session'; userId: number }
+  /** Account login token from the CLI browser login (issue 16): acts through the user's roles, like a session. */
+  | { kind: 'account'; userId: number }
+  /** Agent API key (`agt_`, issue 13): bound to one workspace, allowed exactly its scopes. */
+  | { kind: 'agentKey'; keyId: string; workspaceId: number; scopes: readonly Permission[] };
+
+export type CredentialKind = Principal['kind'];
+
+/** Roles as today: every member reads and edits a program; only owners handle its key. */
+export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
+  owner: ['tracking:read', 'program:write', 'api_key:manage'],
+  member: ['tracking:read', 'program:write'],
+};
+
+/** A program key records events and reads its own program's state (readiness, CLI status). */
+export const PROGRAM_KEY_PERMISSIONS: readonly Permission[] = ['tracking:write', 'tracking:read'];
+
+/** How the principal stands to a workspace (and the program in it, when one is named). */
+export interface Relation {
+  workspaceId: number;
+  programId?: number;
+  /** The user's role in the workspace; null for a non-member and for key principals. */
+  role: Role | null;
+}
+
+export type Decision = 'allowed' | 'not-member' | 'missing-permission';
+
+/** The one permission check: what the principal's relation to the workspace grants, and whether it covers `permission`. */
+export function decide(principal: Principal, relation: Relation, permission: Permission): Decision {
+  let granted: readonly Permission[] | undefined;
+  switch (principal.kind) {
+    case 'session':
+    case 'account':
+      granted = relation.role ? ROLE_PERMISSIONS[relation.role] : undefined;
+      break;
+    case 'programKey':
+      granted = relation.programId === principal.programId ? PROGRAM_KEY_PERMISSIONS : undefined;
+      break;
+    case 'agentKey':
+      granted = relation.workspaceId === principal.workspaceId ? principal.scopes : undefined;
+      break;
+  }
+  if (!granted) return 'not-member';
+  return granted.includes(permission) ? 'allowed' : 'missing-permission';
+}
+
+const userOf = (principal: Principal): number | null =>
+  principal.kind === 'session' || principal.kind === 'account' ? principal.userId : null;
+
+const q = {
+  // One round trip by primary key; a key principal passes no user, so no member row joins.
+  program: sql(
+    'access.program',
+    `SELECT p.workspace_id AS "workspaceId", p.created_at AS "createdAt", m.role
+       FROM programs p LEFT JOIN members m ON m.workspace_id = p.workspace_id AND m.user_id = $2
+      WHERE p.id = $1`,
+  ),
+  workspaceRole: sql('access.workspace_role', `SELECT role FROM members WHERE workspace_id = $1 AND user_id = $2`),
+};
+
+export interface AuthorizedProgram {
+  id: number;
+  workspaceId: number;
+  createdAt: Date;
+}
+
+export type ProgramAuthorization =
+  | { outcome: 'allowed'; program: AuthorizedProgram }
+  | { outcome: 'unknown-program' }
+  | { outcome: 'not-member' }
+  | { outcome: 'missing-permission'; permission: Permission };
+
+/** May the principal do `permission` on the program? Tells an unknown program apart; the HTTP table decides whether to show it. */
+export async function authorizeProgram(db: Database, principal: Principal, permission: Permission, programId: number): Promise<ProgramAuthorization> {
+  const row = await db.one<{ workspaceId: number; createdAt: Date; role: Role | null }>(q.program, [programId, userOf(principal)]);
+  if (!row) return { outcome: 'unknown-program' };
+  const workspaceId = Number(row.workspaceId);
+  const decision = decide(principal, { workspaceId, programId, role: row.role }, permission);
+  if (decision === 'allowed') return { outcome: 'allowed', program: { id: programId, workspaceId, createdAt: row.createdAt } };
+  return decision === 'not-member' ? { outcome: 'not-member' } : { outcome: 'missing-permission', permission };
+}
+
+export type WorkspaceAuthorization = { outcome: 'allowed' } | { outcome: 'not-member' } | { outcome: 'missing-permission'; permission: Permission };
+
+/** May the principal do `permission` in the workspace (create a program there)? An unknown workspace is one it is not a member of. */
+export async function authorizeWorkspace(db: Database, principal: Principal, permission: Permission, workspaceId: number): Promise<WorkspaceAuthorization> {
+  const userId = userOf(principal);
+  const role = userId === null ? null : ((await db.one<{ role: Role }>(q.workspaceRole, [workspaceId, userId]))?.role ?? null);
+  const decision = decide(principal, { workspaceId, role }, permission);
+  if (decision === 'allowed') return { outcome: 'allowed' };
+  return decision === 'not-member' ? { outcome: 'not-member' } : { outcome: 'missing-permission', permission };
+}

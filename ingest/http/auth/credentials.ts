@@ -1,0 +1,46 @@
+import type { Database } from '../../../core/db.js';
+import type { CredentialKind, Principal } from '../../domain/access.js';
+import { findProgramKey } from '../../domain/api-keys.js';
+import { hashSecret } from '../../domain/secrets.js';
+import { sessionUserId } from '../../domain/workspaces.js';
+import { parseBearer, parseSessionHeader, type PresentedCredential } from './bearer.js';
+
+type PrincipalOf<K extends CredentialKind> = Extract<Principal, { kind: K }>;
+
+/** How one kind of credential is read from the Authorization header and looked up (by hash only). */
+export interface Credential<K extends CredentialKind> {
+  read(header: string | undefined): PresentedCredential;
+  /** Undefined when the token matches nothing usable. One indexed lookup. */
+  resolve(db: Database, token: string): Promise<PrincipalOf<K> | undefined>;
+}
+
+/**
+ * Every credential of the spec. Null marks one not built yet: a route family naming it fails at
+ * start-up. Adding account login tokens (issue 16) or agent keys (issue 13) is filling in its entry.
+ */
+export const CREDENTIALS: { [K in CredentialKind]: Credential<K> | null } = {
+  programKey: {
+    read: parseBearer,
+    async resolve(db, token) {
+      const key = await findProgramKey(db, token);
+      if (!key) return undefined;
+      const rotation = key.rotationMarkedAt && key.rotationDeadline ? { markedAt: key.rotationMarkedAt, deadline: key.rotationDeadline } : null;
+      return { kind: 'programKey', programId: key.programId, workspaceId: key.workspaceId, keyId: hashSecret(token), rotation };
+    },
+  },
+  session: {
+    read: parseSessionHeader,
+    async resolve(db, token) {
+      const userId = await sessionUserId(db, token);
+      return userId === undefined ? undefined : { kind: 'session', userId };
+    },
+  },
+  account: null,
+  agentKey: null,
+};
+
+export function credentialOf<K extends CredentialKind>(kind: K): Credential<K> {
+  const credential = CREDENTIALS[kind] as Credential<K> | null;
+  if (!credential) throw new Error(`no route can require ${kind} credentials yet: they are not resolved`);
+  return credential;
+}
