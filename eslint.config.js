@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'data', 'dist', 'coverage', 'scratch'] },
+  { ignores: ['node_modules', 'data', '**/dist', 'coverage', 'scratch'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -13,4 +13,11 @@ export default tseslint.config(
     },
   },
   { files: ['core/config.ts', 'tests/**', 'bench/**', 'scripts/**', 'vitest.config.ts'], rules: { 'no-restricted-properties': 'off' } },
+  {
+    // Client packages are installed on their own by brands: they reach the service over HTTP only.
+    files: ['clients/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./)+(core|ingest|pipeline|queries|schemas)/', message: 'A client package may not import the service: it is installed without it' }] }],
+    },
+  },
 );
