@@ -1,8 +1,25 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * Import boundaries. In flat config a later block's `no-restricted-imports` replaces an earlier
+ * one for the files both match, so each folder's whole list of bans is written once, below.
+ */
+const HTTP_LAYER = {
+  regex: '(^|/)ingest/(http|routes)(/|$)|^\\.\\./(http|routes)(/|$)',
+  message:
+    'The domain and the pipeline never import the HTTP layer: return a typed outcome or throw a DomainError ' +
+    '(ingest/domain/errors.ts); ingest/http/surfaces.ts turns it into the answer of each surface.',
+};
+const INGEST = {
+  regex: '(^|/)ingest/',
+  message: 'pipeline/, queries/ and schemas/ do not depend on the HTTP app (ingest/): take event types from schemas/event-contract.ts.',
+};
+const NO_FASTIFY = { name: 'fastify', message: 'The domain and the pipeline know nothing of HTTP.' };
+const restrict = (patterns, paths = []) => ({ 'no-restricted-imports': ['error', { paths, patterns }] });
+
 export default tseslint.config(
-  { ignores: ['node_modules', 'data', 'dist', 'coverage', 'scratch'] },
+  { ignores: ['node_modules', 'data', '**/dist', 'coverage', 'scratch'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -12,46 +29,17 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings through core/config.ts' }],
     },
   },
-  {
-    // The stream half and the event contract stand without the HTTP app: events are defined in
-    // schemas/event-contract.ts, and a pipeline that imported ingest/ would load Fastify and the domain.
-    files: ['pipeline/**', 'queries/**', 'schemas/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '(^|/)ingest/',
-              message: 'pipeline/, queries/ and schemas/ do not depend on the HTTP app (ingest/): take event types from schemas/event-contract.ts.',
-            },
-          ],
-        },
-      ],
-    },
-  },
   { files: ['core/config.ts', 'tests/**', 'bench/**', 'scripts/**', 'vitest.config.ts'], rules: { 'no-restricted-properties': 'off' } },
+  // The domain says what happened or why something was refused; only ingest/http and ingest/routes
+  // turn that into statuses, envelopes and messages, so a webhook, the CLI or an agent reuses it.
+  { files: ['ingest/domain/**'], rules: restrict([HTTP_LAYER], [NO_FASTIFY]) },
+  // The stream half and the event contract stand without the HTTP app: a pipeline that imported
+  // ingest/ would load Fastify and the domain.
+  { files: ['pipeline/**'], rules: restrict([INGEST, HTTP_LAYER], [NO_FASTIFY]) },
+  { files: ['queries/**', 'schemas/**'], rules: restrict([INGEST]) },
+  // Client packages are installed on their own by brands: they reach the service over HTTP only.
   {
-    // Import boundaries: the domain and the pipeline say what happened or why something was
-    // refused; only ingest/http and ingest/routes turn that into statuses, envelopes and messages,
-    // so a webhook, the CLI or the pipeline reuses the domain without the sale endpoint's answers.
-    // (`../http/` is the HTTP layer as seen from ingest/domain.)
-    files: ['ingest/domain/**', 'pipeline/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [{ name: 'fastify', message: 'The domain and the pipeline know nothing of HTTP.' }],
-          patterns: [
-            {
-              regex: '(^|/)ingest/(http|routes)(/|$)|^\\.\\./(http|routes)(/|$)',
-              message:
-                'The domain and the pipeline never import the HTTP layer: return a typed outcome or throw a DomainError ' +
-                '(ingest/domain/errors.ts); ingest/http/surfaces.ts turns it into the answer of each surface.',
-            },
-          ],
-        },
-      ],
-    },
+    files: ['clients/**'],
+    rules: restrict([{ regex: '^(\\.\\./)+(core|ingest|pipeline|queries|schemas)/', message: 'A client package may not import the service: it is installed without it' }]),
   },
 );
