@@ -1,9 +1,6 @@
 import type { Refusal, RefusalReason } from '../domain/errors.js';
-import { ApiError, badRequest, forbidden, notFound, typedError, unauthorized } from './api-error.js';
+import { ApiError, badRequest, forbidden, notFound, typedError } from './api-error.js';
 import { M, SALE_CODE_BY_STATUS } from './messages.js';
-
-/** Why a program key was not accepted; the spec words these 401s differently per surface. */
-export type KeyFailure = 'malformed' | 'missing' | 'invalid';
 
 type RefusalAnswers = { [R in RefusalReason]: (refusal: Extract<Refusal, { reason: R }>) => ApiError };
 
@@ -13,8 +10,6 @@ interface SurfaceRules {
   failed: () => ApiError;
   /** Platform envelope: the error.code of each status, where the spec gives every error one. */
   codeByStatus?: Readonly<Record<number, string>>;
-  /** A missing, malformed or unknown program key. */
-  keyRefused: (failure: KeyFailure) => ApiError;
   /** Domain refusals this surface words otherwise than the usual answer below. */
   refusals?: Partial<RefusalAnswers>;
 }
@@ -44,10 +39,9 @@ const USUAL: RefusalAnswers = {
   sale_not_found: () => notFound(M.refund.saleNotFound),
 };
 
-/** A surface answering in the platform envelope, with the usual 401s of a program key. */
+/** A surface answering in the platform envelope. (Credential refusals are auth/requirements.ts's.) */
 const platform = (failed: string, rules: Partial<SurfaceRules> = {}): SurfaceRules => ({
   failed: () => new ApiError(500, failed),
-  keyRefused: (failure) => unauthorized(M.auth[failure]),
   ...rules,
 });
 
@@ -66,15 +60,10 @@ export const SURFACES = {
       customer_other_program: () => badRequest(M.sale.otherProgram, 'no_attribution'),
     },
   }),
-  refund: platform(M.refund.failed, {
-    codeByStatus: SALE_CODE_BY_STATUS,
-    // The spec answers an empty refund token as an invalid one.
-    keyRefused: (failure) => unauthorized(M.auth[failure === 'missing' ? 'invalid' : failure]),
-  }),
+  refund: platform(M.refund.failed, { codeByStatus: SALE_CODE_BY_STATUS }),
   // Readiness answers every error in the typed envelope.
   readiness: {
     failed: () => typedError(500, 'internal_error', M.readiness.failed, { retry_after_seconds: M.readiness.retryAfterSeconds }),
-    keyRefused: (failure) => typedError(401, 'invalid_key', M.readiness[failure]),
   },
   management: platform(M.management.failed, {
     refusals: { link_not_found: () => notFound(M.management.linkNotFound) },
@@ -98,8 +87,6 @@ export function refusalAnswer(surface: Surface, refusal: Refusal): ApiError {
 }
 
 export const failedAnswer = (surface: Surface): ApiError => SURFACES[surface].failed();
-
-export const keyRefusal = (surface: Surface, failure: KeyFailure): ApiError => SURFACES[surface].keyRefused(failure);
 
 /** The error.code the platform envelope of this surface carries for a status, if any. */
 export const platformCode = (surface: Surface, status: number): string | undefined => {
