@@ -59,7 +59,7 @@ describe('credentials', () => {
   });
 
   it('credentials not built yet cannot be required: the app fails at start-up, not at run time', () => {
-    expect(CREDENTIALS.account).toBeNull();
+    expect(CREDENTIALS.account).not.toBeNull();
     expect(CREDENTIALS.agentKey).toBeNull();
     expect(() => credentialOf('agentKey')).toThrow(/agentKey/);
     expect(() => credentialOf('session')).not.toThrow();
@@ -87,6 +87,10 @@ const SPEC_STATUS: Record<Family, Record<string, number>> = {
   // Status: 401 without a session, 404 for an unknown program, 403 without tracking:read.
   status: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 404, notMember: 403, missingPermission: 403 },
   management: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 403, notMember: 403, missingPermission: 403 },
+  // CLI: account-token 401s (log in again), 403 for an advertiser_id not the account's; program-key 401s.
+  cliInit: { malformed: 401, missing: 401, invalid: 401, unknownUser: 401, notMember: 403, missingPermission: 403, noWorkspace: 403 },
+  cliPrograms: { malformed: 401, missing: 401, invalid: 401, unknownUser: 401 },
+  cliProgramKey: { malformed: 401, missing: 401, invalid: 401 },
 };
 
 describe('the requirement table', () => {
@@ -112,6 +116,9 @@ describe('the requirement table', () => {
       performance: ['session', false],
       status: ['session', false],
       management: ['session', false],
+      cliInit: ['account', false],
+      cliPrograms: ['account', false],
+      cliProgramKey: ['programKey', false],
     });
   });
 

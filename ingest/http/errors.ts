@@ -76,7 +76,7 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
   if (error instanceof ApiError) apiError = error;
   else if (error instanceof DomainError) apiError = refusalAnswer(surface, error.refusal);
   else if (hasZodFastifySchemaValidationErrors(error)) apiError = fromValidation(error.validation as ValidationIssue[]);
-  else apiError = fromFastify(error as FastifyError) ?? failedAnswer(surface);
+  else apiError = fromFastify(error as FastifyError) ?? failedAnswer(surface, { requestId: String(request.id), body: request.body });
 
   if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.warn({ status: apiError.status, reason: apiError.message }, 'request refused');

@@ -1,0 +1,108 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair } from 'jose';
+import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+
+/** The account the embedded provider signs in (the demo workspace's owner, seeded by ingest/demo.ts). */
+export const DEMO_ACCOUNT = { email: 'owner@demo.example', name: 'Demo owner' };
+
+export interface EmbeddedProviderOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  clientId: string;
+  /** The people it can sign in (by email); the demo account by default. */
+  accounts?: { email: string; name?: string }[];
+}
+
+export interface EmbeddedProvider {
+  issuer: string;
+  /** Registers the CLI login page as the client's one redirect URI; requests before this answer 503. */
+  attach(redirectUri: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real OpenID provider (the `oidc-provider` package) in this process, so `svc login` works on a
+ * fresh machine without internet. Its sign-in page is the package's development interaction: it
+ * checks no password, so it signs in only the listed accounts and is for the embedded start and
+ * tests; production configures OIDC_ISSUER. Keys are made at start: tokens do not survive a restart.
+ */
+export async function startEmbeddedProvider(options: EmbeddedProviderOptions): Promise<EmbeddedProvider> {
+  const accounts = new Map((options.accounts ?? [DEMO_ACCOUNT]).map((a) => [a.email.toLowerCase(), a]));
+  let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  const server = createServer((req, res) => {
+    if (handler) return handler(req, res);
+    res.statusCode = 503;
+    res.end('OpenID provider starting');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
+  const issuer = `http://${host}:${port}`;
+
+  async function attach(redirectUri: string) {
+    const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+    const jwk = { ...(await exportJWK(privateKey)), kid: randomUUID(), alg: 'RS256', use: 'sig' };
+    const configuration: Configuration = {
+      clients: [
+        {
+          client_id: options.clientId,
+          token_endpoint_auth_method: 'none', // a public client: the page runs in the browser, with PKCE
+          redirect_uris: [redirectUri],
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
+        },
+      ],
+      jwks: { keys: [jwk] },
+      cookies: { keys: [randomBytes(32).toString('base64url')] },
+      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+      // The CLI needs the email in the id_token itself, not only from userinfo.
+      conformIdTokenClaims: false,
+      features: { devInteractions: { enabled: true } },
+      async findAccount(_ctx, id) {
+        const account = accounts.get(id.toLowerCase());
+        if (!account) return undefined;
+        return {
+          accountId: id,
+          claims: async () => ({ sub: id, email: account.email, email_verified: true, name: account.name }),
+        };
+      },
+      // The CLI is the provider's own first-party client: no consent screen.
+      async loadExistingGrant(ctx: KoaContextWithOIDC) {
+        const { Grant } = ctx.oidc.provider;
+        const grantId = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session!.grantIdFor(ctx.oidc.client!.clientId);
+        if (grantId) {
+          const existing = await Grant.find(grantId);
+          if (existing) return existing;
+        }
+        const grant = new Grant({ clientId: ctx.oidc.client!.clientId, accountId: ctx.oidc.session!.accountId! });
+        grant.addOIDCScope('openid email profile');
+        await grant.save();
+        return grant;
+      },
+      renderError(ctx, out) {
+        ctx.type = 'html';
+        ctx.body = `<!doctype html><title>Sign-in error</title><h1>Sign-in error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p>`;
+      },
+    };
+    const provider = new Provider(issuer, configuration);
+    handler = provider.callback();
+  }
+
+  return {
+    issuer,
+    attach,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
