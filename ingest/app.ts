@@ -10,6 +10,8 @@ import { rotationWarnings } from './http/auth.js';
 import { errorHandler, registerErrorHandling } from './http/errors.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { lazyRequestLoggers } from './http/request-log.js';
+import { cliLoginPageRoutes } from './routes/cli-login-page.js';
+import { cliRoutes, type CliIdentity } from './routes/cli.js';
 import { dashboardPageRoutes } from './routes/dashboard-page.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { managementRoutes } from './routes/management.js';
@@ -26,6 +28,8 @@ export interface AppDeps {
   clock?: () => number;
   /** The warehouse behind the dashboard's performance figures; without it that route answers 500. */
   warehouse?: Warehouse;
+  /** The OpenID provider of the CLI's browser login; without it the login endpoints answer 500. */
+  cliIdentity?: CliIdentity;
 }
 
 const MANAGEMENT_BODY_LIMIT = 64 * 1024;
@@ -88,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         securitySchemes: {
           programKey: { type: 'http', scheme: 'bearer', description: 'Program API key (aff_...)' },
           dashboardSession: { type: 'http', scheme: 'bearer', description: 'Dashboard session token' },
+          accountToken: { type: 'http', scheme: 'bearer', description: 'Account login token from `svc login` (CLI init and programs)' },
         },
       },
     },
@@ -101,6 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (scope) => {
       scope.register(trackRoutes, { prefix: '/track', db, rateLimits, clock, platformFeeBps, docsBaseUrl });
       scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, clock, docsBaseUrl });
+      scope.register(cliRoutes, { prefix: '/cli', db, rateLimits, clock, docsBaseUrl, platformFeeBps, identity: deps.cliIdentity });
     },
     { prefix: '/api/v1' },
   );
@@ -108,6 +114,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock });
 
   await app.register(dashboardPageRoutes);
+  await app.register(cliLoginPageRoutes, { db, identity: deps.cliIdentity });
   app.get('/openapi.json', { config: { surface: 'other' }, schema: { hide: true } }, async () => app.swagger());
   app.get('/healthz', { config: { surface: 'other' }, schema: { hide: true } }, async () => ({ ok: true }));
   return app;

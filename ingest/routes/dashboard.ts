@@ -106,7 +106,7 @@ const TestEvents = z.object({
   latestTestEvent: z.object({ id: z.number().int(), timestamp: z.string(), createdAt: z.string() }).nullable(),
 });
 
-const StatusOk = z.object({
+export const StatusOk = z.object({
   data: z.object({
     programId: z.string(),
     stepStatuses: z.object({

@@ -75,7 +75,7 @@ const CreatePartnerBody = body({
 const LinkParams = programIdParam.extend({ affCode: text(64, M.management.linkCode) });
 const LinkBody = body({ enabled: z.boolean({ error: M.management.enabled }) });
 
-const Program = z.object({
+export const Program = z.object({
   id: z.number().int(),
   workspace_id: z.number().int(),
   name: z.string(),
@@ -91,7 +91,7 @@ const Program = z.object({
   updated_at: z.string(),
 });
 
-const programView = (p: ProgramView) => ({ ...p, created_at: p.created_at.toISOString(), updated_at: p.updated_at.toISOString() });
+export const programView = (p: ProgramView) => ({ ...p, created_at: p.created_at.toISOString(), updated_at: p.updated_at.toISOString() });
 
 /** What a dashboard shows to pick a program: every program of every workspace the user belongs to. */
 const programsOfUser = sql(
