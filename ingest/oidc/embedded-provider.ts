@@ -14,6 +14,8 @@ export interface EmbeddedProviderOptions {
   clientId: string;
   /** The people it can sign in (by email); the demo account by default. */
   accounts?: { email: string; name?: string }[];
+  /** A private signing JWK (with kid and alg); a fresh RS256 key when absent. */
+  signingKey?: Record<string, unknown>;
 }
 
 export interface EmbeddedProvider {
@@ -46,8 +48,7 @@ export async function startEmbeddedProvider(options: EmbeddedProviderOptions): P
   const issuer = `http://${host}:${port}`;
 
   async function attach(redirectUri: string) {
-    const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-    const jwk = { ...(await exportJWK(privateKey)), kid: randomUUID(), alg: 'RS256', use: 'sig' };
+    const jwk = options.signingKey ?? (await newSigningKey());
     const configuration: Configuration = {
       clients: [
         {
@@ -103,6 +104,12 @@ export async function startEmbeddedProvider(options: EmbeddedProviderOptions): P
         server.close(() => resolve());
       }),
   };
+}
+
+/** A private RS256 signing key as a JWK with a fresh kid. */
+export async function newSigningKey(): Promise<Record<string, unknown>> {
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  return { ...(await exportJWK(privateKey)), kid: randomUUID(), alg: 'RS256', use: 'sig' };
 }
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
