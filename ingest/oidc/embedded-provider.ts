@@ -65,6 +65,10 @@ export async function startEmbeddedProvider(options: EmbeddedProviderOptions): P
       // The CLI needs the email in the id_token itself, not only from userinfo.
       conformIdTokenClaims: false,
       features: { devInteractions: { enabled: true } },
+      // Short lives: a sign-in takes minutes, and the CLI login link itself lives 5.
+      ttl: { Interaction: 600, Session: 3_600, Grant: 3_600, AuthorizationCode: 60, AccessToken: 600, IdToken: 600 },
+      // The login page (the client's redirect origin) redeems the code from the browser.
+      clientBasedCORS: (_ctx, origin, client) => client.redirectUris?.some((uri) => new URL(uri).origin === origin) ?? false,
       async findAccount(_ctx, id) {
         const account = accounts.get(id.toLowerCase());
         if (!account) return undefined;
