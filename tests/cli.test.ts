@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../core/db.js';
 import { createLogger } from '../core/log.js';
 import { buildApp } from '../ingest/app.js';
+import { markKeyForRotation } from '../ingest/domain/api-keys.js';
 import { hashSecret } from '../ingest/domain/secrets.js';
 import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
@@ -329,6 +330,78 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
     expect(fixtureAfter!.at.getTime()).toBeGreaterThanOrEqual(fixtureBefore!.at.getTime());
     // Single events are not chains: still allowed.
     expect((await event({ event_type: 'click' })).statusCode).toBe(200);
+  });
+
+  it('program keys marked for rotation: warnings before the deadline, 401 api_key_rotation_required after', async () => {
+    const p = await createTestProgram(app, t.db);
+    const headers = { authorization: `Bearer ${p.apiKey}` };
+    await markKeyForRotation(t.db, p.programId, new Date(Date.now() + 86_400_000));
+    const warned = await app.inject({ method: 'GET', url: '/api/v1/cli/status', headers: { ...headers, ...ip() } });
+    expect(warned.statusCode).toBe(200);
+    expect(warned.json().warnings).toEqual([expect.objectContaining({ code: 'api_key_rotation_required' })]);
+    expect(warned.headers.deprecation).toMatch(/^@\d+$/);
+    await markKeyForRotation(t.db, p.programId, new Date(Date.now() - 1_000));
+    const logsBefore = await count(t, 'tracking_logs');
+    const retired = await app.inject({ method: 'POST', url: '/api/v1/cli/test-event', headers: { ...headers, ...ip() }, payload: { event_type: 'click' } });
+    expect(retired.statusCode, retired.body).toBe(401);
+    expect(retired.json().error.code).toBe('api_key_rotation_required');
+    expect(retired.json().warnings).toBeUndefined();
+    expect(await count(t, 'tracking_logs')).toBe(logsBefore);
+  });
+
+  it('a suspended account: its existing login token stops working', async () => {
+    const workspaceId = await createWorkspace(t.db, 'Soon suspended');
+    const userId = await addMember(t.db, workspaceId, 'later-suspended@test.example', 'owner');
+    const token = await login('later-suspended@test.example');
+    const programs = () => app.inject({ method: 'GET', url: '/api/v1/cli/programs', headers: { authorization: `Bearer ${token}`, ...ip() } });
+    expect((await programs()).statusCode).toBe(200);
+    await t.db.many(sql('t.suspend_later', 'UPDATE users SET suspended_at = now() WHERE id = $1'), [userId]);
+    const refused = await programs();
+    expect([refused.statusCode, errorOf(refused).message]).toEqual([401, 'Invalid or expired login token. Run `svc login` to log in again.']);
+  });
+
+  it('every CLI 500: the message ends with the request id, which is also in details and the X-Request-ID header (GET /status too)', async () => {
+    const p = await createTestProgram(app, t.db);
+    const key = { authorization: `Bearer ${p.apiKey}` };
+    const workspaceId = await createWorkspace(t.db, 'Failing');
+    await addMember(t.db, workspaceId, 'failing@test.example', 'owner');
+    const token = await login('failing@test.example');
+    const account = { authorization: `Bearer ${token}` };
+    const rename = (from: string, to: string) => t.db.many(sql(`t.rename_${from}`, `ALTER TABLE ${from} RENAME TO ${to}`));
+    const expect500 = (res: { statusCode: number; headers: Record<string, unknown>; json(): { error: { message: string; details: Record<string, unknown> } } }, message: (id: string) => string) => {
+      expect(res.statusCode).toBe(500);
+      const id = String(res.headers['x-request-id']);
+      expect(id).not.toBe('undefined');
+      expect(res.json().error).toMatchObject({ message: message(id), details: { request_id: id } });
+    };
+
+    await rename('tracking_logs', 'tracking_logs_away');
+    try {
+      expect500(await app.inject({ method: 'GET', url: '/api/v1/cli/status', headers: { ...key, ...ip() } }), (id) => `Failed to get status (request_id: ${id})`);
+      expect500(await app.inject({ method: 'POST', url: '/api/v1/cli/test-event', headers: { ...key, ...ip() }, payload: { event_type: 'click' } }), (id) => `Failed to process test event (request_id: ${id})`);
+      expect500(await app.inject({ method: 'POST', url: '/api/v1/cli/test-event', headers: { ...key, ...ip() }, payload: { type: 'chain' } }), (id) => `Failed to run synthetic chain (request_id: ${id})`);
+    } finally {
+      await rename('tracking_logs_away', 'tracking_logs');
+    }
+    await rename('program_api_keys', 'program_api_keys_away');
+    try {
+      expect500(await app.inject({ method: 'GET', url: '/api/v1/cli/programs', headers: { ...account, ...ip() } }), (id) => `Failed to list programs (request_id: ${id})`);
+      expect500(
+        await app.inject({ method: 'POST', url: '/api/v1/cli/init', headers: { ...account, ...ip() }, payload: { name: 'X', domain: 'x.example', commission_type: 'fixed', commission_rate: 1 } }),
+        (id) => `Failed to create program (request_id: ${id})`,
+      );
+    } finally {
+      await rename('program_api_keys_away', 'program_api_keys');
+    }
+    const s = await start();
+    await rename('cli_login_sessions', 'cli_login_sessions_away');
+    try {
+      expect500(await poll(s.state, s.poll_secret), (id) => `Failed to poll auth session (request_id: ${id})`);
+      expect500(await app.inject({ method: 'POST', url: '/api/v1/cli/auth/start', headers: ip() }), (id) => `Failed to start auth session (request_id: ${id})`);
+      expect500(await callback({ state: s.state, id_token: 'x.y.z' }), (id) => `Auth callback failed (request_id: ${id})`);
+    } finally {
+      await rename('cli_login_sessions_away', 'cli_login_sessions');
+    }
   });
 
   it('stripe-connect is 410; CLI routes carry rate-limit headers, 60 per minute per key', async () => {

@@ -62,7 +62,9 @@ const cli = (failed: (requestId: string) => string, rules: Partial<SurfaceRules>
   failed: ({ requestId }) => new ApiError(500, failed(requestId), { details: { request_id: requestId } }),
   ...rules,
 });
-const isChain = (body: unknown) => typeof body === 'object' && body !== null && (body as { type?: unknown }).type === 'chain';
+/** The test-event body asks for the chain: as sent (`type`), or as validated (`mode`, routes/cli.ts). */
+const isChain = (body: unknown) =>
+  typeof body === 'object' && body !== null && ((body as { type?: unknown }).type === 'chain' || (body as { mode?: unknown }).mode === 'chain');
 
 /** A surface answering in the platform envelope. (Credential refusals are auth/requirements.ts's.) */
 const platform = (failed: string, rules: Partial<SurfaceRules> = {}): SurfaceRules => ({

@@ -142,7 +142,8 @@ const programsOfUser = sql(
     ORDER BY p.workspace_id, p.id`,
 );
 
-const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 500: PlatformError, 429: TypedError };
+// A retired program key answers 401 in the typed envelope (api_key_rotation_required).
+const errors = { 400: PlatformError, 401: z.union([PlatformError, TypedError]), 403: PlatformError, 404: PlatformError, 500: PlatformError, 429: TypedError };
 
 /**
  * The CLI endpoints under /api/v1/cli/: browser login (start, callback, poll), init and programs
