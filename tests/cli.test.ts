@@ -196,6 +196,10 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
     expect((await poll(s.state, s.poll_secret)).json().data.status).toBe('pending');
 
     const u = await start(unreachableApp);
+    // The login page says so too, in HTML, instead of sending the person to a dead provider.
+    const deadPage = await unreachableApp.inject({ method: 'GET', url: `/cli/login?state=${u.state}` });
+    expect(deadPage.statusCode).toBe(503);
+    expect(deadPage.body).toContain('The sign-in provider cannot be reached right now.');
     const down = await callback({ state: u.state, id_token: await idToken({ nonce: 'n' }) }, unreachableApp);
     expect(down.statusCode).toBe(500);
     const requestId = down.headers['x-request-id'];
@@ -405,6 +409,10 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
   });
 
   it('stripe-connect is 410; CLI routes carry rate-limit headers, 60 per minute per key', async () => {
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    for (const path of ['auth/start', 'auth/callback', 'auth/poll', 'init', 'programs', 'status', 'test-event', 'stripe-connect']) {
+      expect(Object.keys(doc.paths)).toContain(`/api/v1/cli/${path}`);
+    }
     const gone = await app.inject({ method: 'POST', url: '/api/v1/cli/stripe-connect', headers: ip() });
     expect(gone.statusCode).toBe(410);
     expect(errorOf(gone)).toMatchObject({ name: 'GoneError' });

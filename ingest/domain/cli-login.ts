@@ -43,6 +43,8 @@ const q = {
      VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5::double precision / 1000))
      RETURNING expires_at`,
   ),
+  // Spent and expired sessions are kept a day (for support), then dropped as new logins start.
+  prune: sql('cli_login.prune', `DELETE FROM cli_login_sessions WHERE expires_at < now() - interval '1 day'`),
   byState: sql('cli_login.by_state', `SELECT ${SESSION_COLUMNS} FROM cli_login_sessions WHERE state = $1`),
   byStateAndSecret: sql(
     'cli_login.by_state_and_secret',
@@ -95,6 +97,7 @@ export interface StartedLogin {
 
 /** A new login session: `POST /api/v1/cli/auth/start`. */
 export async function startLogin(db: Database): Promise<StartedLogin> {
+  await db.many(q.prune);
   const state = newState();
   const pollSecret = newPollSecret();
   const userCode = newUserCode();

@@ -163,6 +163,7 @@ export const M = {
     processorConnectGone:
       'This endpoint is retired. Connect the payment processor from the dashboard: program settings, payments.', // ours
     loginPageGone: 'This login link has expired or was already used. Run `svc login` again.', // ours
+    providerUnreachable: 'The sign-in provider cannot be reached right now. Reload this page in a moment.', // ours
   },
   notFound: 'Route not found', // ours
   dashboard: {

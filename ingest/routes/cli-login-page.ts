@@ -74,7 +74,13 @@ export const cliLoginPageRoutes: FastifyPluginAsync<CliLoginPageDeps> = async (a
     if (!identity || !session || typeof state !== 'string') {
       return reply.status(404).send(page('svc login', `<h1>svc login</h1><p class="error">${escapeHtml(M.cli.loginPageGone)}</p>`));
     }
-    const endpoints = await identity.verifier.endpoints();
+    let endpoints;
+    try {
+      endpoints = await identity.verifier.endpoints();
+    } catch (error) {
+      request.log.error({ err: error }, 'CLI login page: the OpenID provider cannot be reached');
+      return reply.status(503).send(page('svc login', `<h1>svc login</h1><p class="error">${escapeHtml(M.cli.providerUnreachable)}</p>`));
+    }
     const base = publicBase(request, identity);
     const config = {
       state,
