@@ -336,6 +336,21 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
     expect((await event({ event_type: 'click' })).statusCode).toBe(200);
   });
 
+  it('concurrent chains: exactly 10 of 12 pass the hourly cap', async () => {
+    const p = await createTestProgram(app, t.db);
+    const runs = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        app.inject({ method: 'POST', url: '/api/v1/cli/test-event', headers: { authorization: `Bearer ${p.apiKey}`, ...ip() }, payload: { type: 'chain' } }),
+      ),
+    );
+    const statuses = runs.map((r) => r.statusCode).sort();
+    expect(statuses).toEqual([...Array(10).fill(200), 429, 429]);
+    const counted = await t.db.one<{ n: number }>(sql('t.chain_runs', 'SELECT count(*)::int AS n FROM cli_test_chain_runs WHERE program_id = $1'), [p.programId]);
+    expect(counted!.n).toBe(10);
+    const fixtures = await t.db.one<{ n: number }>(sql('t.fixture_rows', 'SELECT count(*)::int AS n FROM cli_test_fixtures WHERE program_id = $1'), [p.programId]);
+    expect(fixtures!.n).toBe(1);
+  });
+
   it('program keys marked for rotation: warnings before the deadline, 401 api_key_rotation_required after', async () => {
     const p = await createTestProgram(app, t.db);
     const headers = { authorization: `Bearer ${p.apiKey}` };
