@@ -8,6 +8,7 @@
  * The query goes to the running service's SQL endpoint, to the stopped service's data directory,
  * or to CLICKHOUSE_URL (analytics/target.ts).
  */
+import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { describeTarget, reportFailure, startProgress } from '../analytics/cli.js';
@@ -47,7 +48,7 @@ async function main(argv: string[]): Promise<number> {
   const query = values.file
     ? await readFile(values.file, 'utf8')
     : positionals[0] === '-'
-      ? await readFile(0, 'utf8')
+      ? readFileSync(0, 'utf8')
       : positionals.join(' ');
   if (!query.trim()) throw new Error(usage);
   const params: Record<string, string> = {};
