@@ -16,6 +16,7 @@ import { sql, type NamedQuery } from '../core/db.js';
 
 export type RefusalReason =
   | 'empty'
+  | 'unbalanced'
   | 'multiple_statements'
   | 'not_a_select'
   | 'settings_clause'
@@ -117,10 +118,16 @@ export function singleStatement(text: string): { statement: string; tokens: Toke
   }
   const statement = (end >= 0 ? text.slice(0, end) : text).trim();
   if (!tokens.length) throw new QueryRefused('empty', 'The query is empty.');
+  // The statement is run inside parentheses: a `)` of its own must not close them.
+  if (depth !== 0 || tokens.some((t) => t.depth < 0)) throw new QueryRefused('unbalanced', 'The parentheses of the query do not balance.');
   return { statement, tokens };
 }
 
 function lexicalChecks(tokens: Token[]): void {
+  const first = tokens[0]!.text;
+  if (first !== 'SELECT' && first !== 'WITH' && first !== '(') {
+    throw new QueryRefused('not_a_select', `Only SELECT queries are accepted (read-only access); this is ${/^[A-Z]+$/.test(first) ? `a ${first}` : 'not a SELECT'} statement.`);
+  }
   for (let k = 0; k < tokens.length; k++) {
     const t = tokens[k]!;
     if (t.text === 'INTO' && tokens[k + 1]?.text === 'OUTFILE') {
@@ -161,8 +168,18 @@ const AST_LINE = /^( *)(\S+)(?: (\S+))?/;
 
 /** Layer 2: ClickHouse's parser reads the statement; refuses anything but a plain SELECT. */
 async function parserChecks(access: WarehouseAccess, statement: string, params: Record<string, unknown>): Promise<void> {
-  const explain = sql('analytics.explain', `EXPLAIN AST\n${statement}\nFORMAT TabSeparatedRaw`);
-  const ast = (await access.bytes(explain, params)).toString('utf8').split('\n').filter(Boolean);
+  // As a subquery, so that FORMAT belongs to the outer SELECT (EXPLAIN would give it to the statement).
+  const explain = sql('analytics.explain', `SELECT explain FROM (EXPLAIN AST\n${statement}\n)\nFORMAT TabSeparatedRaw`);
+  const ast = await access.bytes(explain, params).then(
+    (bytes) => bytes.toString('utf8').split('\n').filter(Boolean),
+    (error: Error) => {
+      // ClickHouse explains only a SELECT this way: anything else is not one.
+      if (/EXPLAIN inside subquery supported only for SELECT/i.test(error.message)) {
+        throw new QueryRefused('not_a_select', 'Only SELECT queries are accepted (read-only access).');
+      }
+      throw error;
+    },
+  );
   const root = AST_LINE.exec(ast[0] ?? '');
   if (!root || root[2] !== 'SelectWithUnionQuery') {
     throw new QueryRefused('not_a_select', `Only SELECT queries are accepted (read-only access); this is a ${root?.[2]?.replace(/Query$/, '') ?? 'statement'} statement.`);
@@ -176,9 +193,9 @@ async function parserChecks(access: WarehouseAccess, statement: string, params: 
     if (node === 'Function' && name && external.has(name.toLowerCase())) {
       throw new QueryRefused('external_access', `${name}() is not accepted: queries may read the warehouse only, not files, URLs or other databases.`);
     }
-    // Directly under the root: the SELECT list, then only our own FORMAT (INTO OUTFILE and a
-    // trailing SETTINGS would show here and were refused above).
-    if (indent.length === 1 && node !== 'ExpressionList' && !(node === 'Identifier' && name === 'TabSeparatedRaw')) {
+    // Directly under the root only the SELECT list (INTO OUTFILE, SETTINGS and FORMAT would show
+    // here, and were refused above already).
+    if (indent.length === 1 && node !== 'ExpressionList') {
       throw new QueryRefused('not_a_select', 'Only a plain SELECT is accepted (no INTO OUTFILE, SETTINGS or FORMAT clause).');
     }
   }
