@@ -79,7 +79,8 @@ export interface SqlSession {
   close(): Promise<void>;
 }
 
-function localSession(target: SqlTarget, warehouse: Warehouse): SqlSession {
+/** A session on a warehouse this process has open (the direct and distributed targets). */
+export function localSession(target: SqlTarget, warehouse: Warehouse): SqlSession {
   const access = warehouseAccess(warehouse);
   return { target, run: (request, limits) => runAnalyticsQuery(access, request, limits), close: () => warehouse.close() };
 }
