@@ -149,7 +149,11 @@ function lexicalChecks(tokens: Token[]): void {
  * outside the warehouse, as does the ordinary function `file`.
  */
 const SAFE_TABLE_FUNCTIONS = new Set(['numbers', 'numbers_mt', 'zeros', 'zeros_mt', 'values', 'generate_series', 'generateseries', 'generaterandom', 'view', 'format', 'null', 'merge']);
-const ALWAYS_EXTERNAL = ['file', 'url', 's3', 'postgresql', 'mysql', 'remote', 'remotesecure', 'executable', 'python', 'hdfs', 'jdbc', 'odbc', 'sqlite'];
+const ALWAYS_EXTERNAL = [
+  'file', 'filecluster', 'url', 'urlcluster', 's3', 's3cluster', 'gcs', 'azureblobstorage', 'hdfs', 'postgresql', 'mysql',
+  'mongodb', 'redis', 'sqlite', 'jdbc', 'odbc', 'remote', 'remotesecure', 'cluster', 'clusterallreplicas', 'executable',
+  'python', 'iceberg', 'deltalake', 'hudi', 'input', 'dictionary',
+];
 
 export interface WarehouseAccess {
   /** Runs a query ending with its own FORMAT clause, returns the bytes. */
@@ -160,7 +164,12 @@ const tableFunctionsQuery = sql('analytics.table_functions', `SELECT lower(name)
 
 /** The names (lower case) of functions that read outside the warehouse, from this engine's own list. */
 async function externalFunctions(access: WarehouseAccess): Promise<Set<string>> {
-  const names = (await access.bytes(tableFunctionsQuery)).toString('utf8').split('\n').filter(Boolean);
+  // A server may keep system tables from a restricted user (select_from_system_db_requires_grant):
+  // then the fixed list, and the engine's readonly and the user's missing source grants, remain.
+  const names = await access.bytes(tableFunctionsQuery).then(
+    (bytes) => bytes.toString('utf8').split('\n').filter(Boolean),
+    () => [] as string[],
+  );
   return new Set([...names.filter((name) => !SAFE_TABLE_FUNCTIONS.has(name)), ...ALWAYS_EXTERNAL]);
 }
 

@@ -218,6 +218,14 @@ describe('where the query goes: running service, stopped service, CLICKHOUSE_URL
       expect(direct.code).toBe(1);
       expect(direct.stderr).toMatch(/is running and holds .*Run without --direct/s);
 
+      // npm run export through the running service: Parquet files and a progress bar.
+      const exportedLive = await runScript('scripts/export.ts', ['--tables', 'partner_programs,clicks', '--out-dir', join(dataDir, 'live')], env);
+      expect(exportedLive.code).toBe(0);
+      expect(exportedLive.stderr).toMatch(/exporting from the running service/);
+      expect(exportedLive.stderr).toMatch(/\[#{24}\] 1\/1 rows written .*partner_programs\.parquet/);
+      expect((await readFile(join(dataDir, 'live', 'partner_programs.parquet'))).subarray(0, 4).toString()).toBe('PAR1');
+      expect(existsSync(join(dataDir, 'live', 'clicks.parquet'))).toBe(true);
+
       // A wrong token is refused by the endpoint.
       const wrong = await fetch(`${endpoint.url}/sql`, { method: 'POST', headers: { authorization: 'Bearer not-the-token-at-all-000000' }, body: '{"query":"SELECT 1"}' });
       expect(wrong.status).toBe(401);
@@ -239,5 +247,12 @@ describe('where the query goes: running service, stopped service, CLICKHOUSE_URL
     const parquet = await runScript('scripts/sql.ts', ['--format', 'parquet', '--out', out, 'SELECT * FROM analytics.partner_programs'], env);
     expect(parquet.code).toBe(0);
     expect((await readFile(out)).subarray(0, 4).toString()).toBe('PAR1');
+    const exported = await runScript('scripts/export.ts', ['--tables', 'partner_programs', '--format', 'csv', '--out-dir', join(dataDir, 'stopped'), '--from', '2000-01-01'], env);
+    expect(exported.code).toBe(0);
+    expect(exported.stderr).toMatch(/service stopped/);
+    expect(await readFile(join(dataDir, 'stopped', 'partner_programs.csv'), 'utf8')).toMatch(/^"partner_program_id","program_id","partner_id","status","created_at","updated_at","is_test"\n\d+,\d+,\d+,"approved",/);
+    const badRange = await runScript('scripts/export.ts', ['--from', '2026-12-01', '--to', '2026-11-01'], env);
+    expect(badRange.code).toBe(1);
+    expect(badRange.stderr).toMatch(/--from must be before --to/);
   }, 300_000);
 });
