@@ -129,6 +129,17 @@ describe('the read-only guard, limits and formats (chDB in this process)', () =>
     expect(big).toBeInstanceOf(QueryFailed);
     expect((big as QueryFailed).limit).toBe('memory');
   });
+
+  // Last in this block: it leaves the session read-only.
+  it('on a session that is read-only already (as for the analyst user), leaves readonly alone and still refuses', async () => {
+    // readonly = 2 here: chDB has no users.xml profile, and readonly = 2 still lets the limits be set.
+    await warehouse.command(sql('t.session_readonly', 'SET readonly = 2'));
+    expect((await run(`SELECT count() AS n FROM analytics.clicks`)).toString()).toBe('{"n":3}\n');
+    await expect(run(`SELECT * FROM file('/etc/hostname', 'LineAsString')`)).rejects.toBeInstanceOf(QueryRefused);
+    await expect(run(`DROP TABLE click_recorded`)).rejects.toBeInstanceOf(QueryRefused);
+    const slow = await run(`SELECT count() FROM numbers(1000000000000)`, {}, { ...LIMITS, maxExecutionSeconds: 1 }).catch((e: unknown) => e);
+    expect((slow as QueryFailed).limit).toBe('time');
+  });
 });
 
 interface Exit {
