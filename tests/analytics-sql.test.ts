@@ -120,6 +120,11 @@ describe('the read-only guard, limits and formats (chDB in this process)', () =>
     expect((await run(`SELECT count() AS n FROM analytics.clicks WHERE NOT is_test; -- real clicks`)).toString()).toBe('{"n":2}\n');
   });
 
+  it('reads `;` inside strings, quoted names and comments as text, not as a statement end', async () => {
+    const query = `SELECT ';' AS "a;b", 'it''s;' AS t, 'x\\';' AS u /* ; /* nested ; */ */ -- ;\n;`;
+    expect((await run(query)).toString()).toBe(`{"a;b":";","t":"it's;","u":"x';"}\n`);
+  });
+
   it('stops a query at the time limit and at the memory limit', async () => {
     const slow = await run(`SELECT count() FROM numbers(1000000000000)`, {}, { ...LIMITS, maxExecutionSeconds: 1 }).catch((e: unknown) => e);
     expect(slow).toBeInstanceOf(QueryFailed);
