@@ -1,7 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -110,6 +112,41 @@ async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+const run = promisify(execFile);
+
+/**
+ * What a brand installs: `npm pack` of clients/server-sdk (its prepack builds dist/ with tsc),
+ * unpacked into a fresh node_modules, next to a script that imports `@svc/server-sdk`. Built
+ * once for the whole file.
+ */
+let packed: Promise<{ dir: string; files: string[] }> | undefined;
+function packedPackage() {
+  packed ??= (async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sdk-brand-'));
+    await run('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: join(import.meta.dirname, '../clients/server-sdk') });
+    const tarball = (await readdir(dir)).find((f) => f.endsWith('.tgz'))!;
+    const installed = join(dir, 'node_modules/@svc/server-sdk');
+    await mkdir(installed, { recursive: true });
+    await run('tar', ['-xzf', join(dir, tarball), '-C', installed, '--strip-components=1']);
+    const { stdout } = await run('tar', ['-tzf', join(dir, tarball)]);
+    await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'brand', private: true, type: 'module' }));
+    await writeFile(
+      join(dir, 'sale.mjs'),
+      `import { Svc } from '@svc/server-sdk';
+const [baseUrl, apiKey, customerExternalId, invoiceId, amount] = process.argv.slice(2);
+const svc = new Svc({ apiKey, baseUrl });
+console.log(JSON.stringify(await svc.trackSale({ customerExternalId, invoiceId, amount: Number(amount) })));
+`,
+    );
+    return { dir, files: stdout.trim().split('\n').sort() };
+  })();
+  return packed;
+}
+
+afterAll(async () => {
+  if (packed) await rm((await packed).dir, { recursive: true, force: true });
+});
 
 describe.each(databaseKinds())('server SDK against the real service on %s', (kind: DatabaseKind) => {
   let faulty: FaultyDatabase;
@@ -360,6 +397,24 @@ describe.each(databaseKinds())('server SDK against the real service on %s', (kin
     expect(sale.attempts).toBe(notices.length + 1);
     expect(requestsTo(SALE_PATH) - sent).toBe(sale.attempts);
     expect(await salesOf(invoiceId)).toHaveLength(1);
+  }, 120_000);
+
+  it('the packed package, installed on its own, records a sale and refuses a bad amount', async () => {
+    const { dir, files } = await packedPackage();
+    expect(files).toEqual(
+      ['README.md', 'client.d.ts', 'client.js', 'index.d.ts', 'index.js', 'package.json', 'renewals.d.ts', 'renewals.js', 'transport.d.ts', 'transport.js', 'types.d.ts', 'types.js']
+        .map((f) => `package/${f.endsWith('.md') || f === 'package.json' ? '' : 'dist/'}${f}`)
+        .sort(),
+    );
+    const customerExternalId = await customer();
+    const sale = async (invoiceId: string, amount: number) =>
+      JSON.parse((await run('node', ['sale.mjs', baseUrl, program.apiKey, customerExternalId, invoiceId, String(amount)], { cwd: dir })).stdout);
+    const invoiceId = unique('in');
+    expect(await sale(invoiceId, 1_234)).toMatchObject({ ok: true, status: 200, attempts: 1, data: { transaction_id: invoiceId, amount_cents: 1_234 } });
+    const refused = unique('in');
+    expect(await sale(refused, -1)).toMatchObject({ ok: false, status: 0, attempts: 0, error: { code: 'invalid_amount' } });
+    expect(await salesOf(invoiceId)).toHaveLength(1);
+    expect(await salesOf(refused)).toEqual([]);
   }, 120_000);
 
   it('a network error resolves to status 0 after bounded retries, never a throw; a service that comes up is reached by the retry', async () => {

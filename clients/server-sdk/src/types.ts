@@ -121,8 +121,9 @@ export interface RefundData {
 
 /**
  * The service's `error` object: clients read `code` first and fall back to `message`. When no
- * answer arrived the SDK writes one itself, with status 0 and one of the codes `invalid_amount`
- * (refused before sending), `network_error` or `timeout`.
+ * answer arrived the SDK writes one itself, with status 0 and the code `network_error` or
+ * `timeout`, or `invalid_amount` / `invalid_request` for a call it refused before sending. A 2xx
+ * without a `data` object (a proxy's page) gets `invalid_response`.
  */
 export interface ServiceError {
   code?: string;
