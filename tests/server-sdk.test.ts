@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -353,6 +353,7 @@ describe.each(databaseKinds())('server SDK against the real service on %s', (kin
       expect(answers.map((a) => a.statusCode)).toEqual(Array(20).fill(404));
     }
     // 50 seconds into the window: the limit holds for about 10 more seconds.
+    expect(clock()).toBeLessThan(windowStart + 50_000);
     clockOffset += windowStart + 50_000 - clock();
 
     const tight: RetryNotice[] = [];
@@ -476,6 +477,29 @@ describe('server SDK retry rules', () => {
     expect(delayMs(1, DEFAULT_RETRY, 7_000, () => 0)).toBe(7_000);
     expect(delayMs(1, DEFAULT_RETRY, 7_000, () => 1)).toBe(7_700);
     expect(delayMs(1, DEFAULT_RETRY, 30_000, () => 1)).toBe(31_000);
+  });
+
+  it('an attempt that gets no answer times out, is retried, and never outlasts the call budget', async () => {
+    // A real server that accepts connections and never answers.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const notices: RetryNotice[] = [];
+      const quick = new Svc({ apiKey: 'aff_x', baseUrl, timeoutMs: 300, retry: { maxAttempts: 2, baseDelayMs: 100 }, onRetry: (n) => notices.push(n) });
+      const lost = await quick.trackRefund({ invoiceId: 'in_1' });
+      expect(lost).toMatchObject({ ok: false, status: 0, attempts: 2, error: { code: 'timeout', message: `No answer from ${baseUrl}/api/v1/track/refund within 300 ms` } });
+      expect(notices).toMatchObject([{ call: 'trackRefund', attempt: 1, status: 0, error: { code: 'timeout' } }]);
+
+      // A 10 s attempt timeout under a 1 s budget: the attempt is cut to what the budget leaves.
+      const bounded = await new Svc({ apiKey: 'aff_x', baseUrl, timeoutMs: 10_000, retry: { budgetMs: 1_000 } }).trackRefund({ invoiceId: 'in_1' });
+      expect(bounded).toMatchObject({ ok: false, status: 0, attempts: 1, error: { code: 'timeout' } });
+      expect(Number(/within (\d+) ms/.exec(bounded.error!.message)![1])).toBeLessThanOrEqual(1_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
   });
 
   it('refuses options that cannot work at construction', () => {
