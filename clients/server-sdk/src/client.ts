@@ -2,6 +2,7 @@ import { renewalSale, type RenewalSkipReason } from './renewals.js';
 import { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, refusedBeforeSending, send, type Transport } from './transport.js';
 import type {
   LeadData,
+  RetryOptions,
   RefundData,
   SaleData,
   ServerSdkOptions,
@@ -10,6 +11,17 @@ import type {
   TrackRefundOptions,
   TrackSaleOptions,
 } from './types.js';
+
+/** The defaults, with each bound the caller set to a usable number. */
+function retryBounds(given: RetryOptions | undefined): Required<RetryOptions> {
+  const bounds = { ...DEFAULT_RETRY };
+  for (const name of Object.keys(bounds) as (keyof RetryOptions)[]) {
+    const value = given?.[name];
+    if (typeof value === 'number' && value >= 0 && Number.isFinite(value)) bounds[name] = value;
+  }
+  bounds.maxAttempts = Math.max(1, Math.floor(bounds.maxAttempts));
+  return bounds;
+}
 
 /** What trackRenewal resolves to: the sale's result, or why no sale was sent. */
 export type RenewalResult =
@@ -40,8 +52,8 @@ export class Svc {
       apiKey: options.apiKey.trim(),
       baseUrl: base.toString().replace(/\/+$/, ''),
       fetch: fetchImpl,
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      retry: options.retry === false ? { ...DEFAULT_RETRY, maxAttempts: 1 } : { ...DEFAULT_RETRY, ...options.retry },
+      timeoutMs: typeof options.timeoutMs === 'number' && options.timeoutMs > 0 ? options.timeoutMs : DEFAULT_TIMEOUT_MS,
+      retry: options.retry === false ? { ...DEFAULT_RETRY, maxAttempts: 1 } : retryBounds(options.retry),
       onRetry: options.onRetry,
     };
   }
