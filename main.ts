@@ -90,12 +90,22 @@ async function main() {
   let cliIdentity: CliIdentity | undefined;
   let serviceUrl: string | undefined = config.http.publicBaseUrl;
   if (config.roles.has('ingest') && db) {
-    if (identity.provider.kind === 'embedded') {
-      embeddedProvider = await startEmbeddedProvider({ host: identity.provider.host, port: identity.provider.port, clientId: identity.clientId });
+    const { provider } = identity;
+    if (provider.kind === 'embedded') {
+      embeddedProvider = await startEmbeddedProvider({
+        host: provider.host,
+        port: provider.port,
+        fallbackToFreePort: !provider.portGiven,
+        clientId: identity.clientId,
+      });
     }
-    const issuer = identity.provider.kind === 'external' ? identity.provider.issuer : embeddedProvider!.issuer;
-    const verifier = createIdentityVerifier({ issuer, clientId: identity.clientId, audience: identity.audience, algorithms: identity.algorithms });
-    cliIdentity = { verifier, baseUrl: () => serviceUrl };
+    const issuer = provider.kind === 'external' ? provider.issuer : embeddedProvider?.issuer;
+    if (issuer) {
+      const verifier = createIdentityVerifier({ issuer, clientId: identity.clientId, audience: identity.audience, algorithms: identity.algorithms });
+      cliIdentity = { verifier, baseUrl: () => serviceUrl };
+    } else {
+      logger.warn('no OIDC_ISSUER: `svc login` is unavailable on this ingest process (set OIDC_ISSUER, or OIDC_EMBEDDED_PORT for a test provider)');
+    }
   }
   const app =
     config.roles.has('ingest') && db

@@ -76,7 +76,12 @@ export interface IdentityConfig {
   audience: string;
   /** The only signing algorithms an id_token may use. */
   algorithms: string[];
-  provider: { kind: 'external'; issuer: string } | { kind: 'embedded'; host: string; port: number };
+  provider:
+    | { kind: 'external'; issuer: string }
+    /** portGiven: OIDC_EMBEDDED_PORT was set, so a taken port fails the start instead of moving. */
+    | { kind: 'embedded'; host: string; port: number; portGiven: boolean }
+    /** Distributed mode without OIDC_ISSUER: the CLI login answers 500 until one is configured. */
+    | { kind: 'none' };
 }
 
 export interface TrackingConfig {
@@ -215,9 +220,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clientId: e.OIDC_CLIENT_ID,
       audience: e.OIDC_AUDIENCE ?? e.OIDC_CLIENT_ID,
       algorithms: e.OIDC_ALGORITHMS,
+      // The in-process provider belongs to the embedded start (or where a port is given for it):
+      // ingest processes behind a load balancer name a real provider.
       provider: e.OIDC_ISSUER
         ? { kind: 'external', issuer: e.OIDC_ISSUER }
-        : { kind: 'embedded', host: e.HOST, port: e.OIDC_EMBEDDED_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1) },
+        : !e.DATABASE_URL || e.OIDC_EMBEDDED_PORT !== undefined
+          ? {
+              kind: 'embedded',
+              host: e.HOST,
+              port: e.OIDC_EMBEDDED_PORT ?? (e.PORT === 0 || e.PORT === 65535 ? 0 : e.PORT + 1),
+              portGiven: e.OIDC_EMBEDDED_PORT !== undefined,
+            }
+          : { kind: 'none' },
     },
     pipeline: roles.has('relay') && roles.has('loader') && !brokers.length ? { kind: 'embedded', warehouse } : { kind: 'off' },
   };

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
-import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 
 /** The account the embedded provider signs in (the demo workspace's owner, seeded by ingest/demo.ts). */
 export const DEMO_ACCOUNT = { email: 'owner@demo.example', name: 'Demo owner' };
@@ -11,6 +11,8 @@ export interface EmbeddedProviderOptions {
   host: string;
   /** 0 picks a free port. */
   port: number;
+  /** When `port` is taken, listen on a free port instead of failing (the default port, PORT+1, is only a preference). */
+  fallbackToFreePort?: boolean;
   clientId: string;
   /** The people it can sign in (by email); the demo account by default. */
   accounts?: { email: string; name?: string }[];
@@ -33,21 +35,47 @@ export interface EmbeddedProvider {
  */
 export async function startEmbeddedProvider(options: EmbeddedProviderOptions): Promise<EmbeddedProvider> {
   const accounts = new Map((options.accounts ?? [DEMO_ACCOUNT]).map((a) => [a.email.toLowerCase(), a]));
-  let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+  let redirect: string | undefined;
+  // The package (Koa and its helpers) is loaded at the first request, not at start: a service
+  // nobody logs in to from the CLI does not carry it in memory.
+  let handler: Promise<Handler> | undefined;
   const server = createServer((req, res) => {
-    if (handler) return handler(req, res);
-    res.statusCode = 503;
-    res.end('OpenID provider starting');
+    if (!redirect) {
+      res.statusCode = 503;
+      res.end('OpenID provider starting');
+      return;
+    }
+    handler ??= createHandler(redirect);
+    handler.then(
+      (handle) => handle(req, res),
+      () => {
+        handler = undefined;
+        res.statusCode = 500;
+        res.end('OpenID provider failed to start');
+      },
+    );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  try {
+    await listen(options.port);
+  } catch (error) {
+    if (!options.fallbackToFreePort || (error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    await listen(0);
+  }
   const { port } = server.address() as AddressInfo;
   const host = options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
   const issuer = `http://${host}:${port}`;
 
-  async function attach(redirectUri: string) {
+  async function createHandler(redirectUri: string): Promise<Handler> {
+    const { default: Provider } = await import('oidc-provider');
     const jwk = options.signingKey ?? (await newSigningKey());
     const configuration: Configuration = {
       clients: [
@@ -95,8 +123,11 @@ export async function startEmbeddedProvider(options: EmbeddedProviderOptions): P
         ctx.body = `<!doctype html><title>Sign-in error</title><h1>Sign-in error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p>`;
       },
     };
-    const provider = new Provider(issuer, configuration);
-    handler = provider.callback();
+    return new Provider(issuer, configuration).callback();
+  }
+
+  async function attach(redirectUri: string) {
+    redirect = redirectUri;
   }
 
   return {
