@@ -1,14 +1,14 @@
 #!/usr/bin/env node
-// The svc command. A built package runs dist/bin.js; in this repository (no build step) the
-// TypeScript source runs through tsx, which the workspace already has.
+// The svc command. In this repository the TypeScript source runs through tsx (so a stale build
+// is never used); the published package has no src/ and runs dist/bin.js.
 import { existsSync } from 'node:fs';
-import { URL, fileURLToPath, pathToFileURL } from 'node:url';
+import { URL, fileURLToPath } from 'node:url';
 
-const built = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
-if (existsSync(built)) {
-  await import(pathToFileURL(built).href);
-} else {
+const source = new URL('../src/bin.ts', import.meta.url);
+if (existsSync(fileURLToPath(source))) {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(new URL('../src/bin.ts', import.meta.url).href);
+  await import(source.href);
+} else {
+  await import(new URL('../dist/bin.js', import.meta.url).href);
 }

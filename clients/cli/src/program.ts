@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isCancel, select, spinner, text } from '@clack/prompts';
 import { Command, CommanderError, Option } from 'commander';
@@ -25,6 +26,8 @@ export const EXIT = {
 } as const;
 
 const DEFAULT_BASE_URL = 'http://127.0.0.1:3000';
+// src/ and dist/ both sit beside package.json.
+const VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 const COMMISSION_TYPES = ['percent', 'fixed', 'recurring_percent', 'recurring_fixed'] as const;
 
 /** A failure the command reports itself, with its exit code. */
@@ -248,6 +251,7 @@ export function buildProgram(io: Io, env: Environment = readEnvironment()): Comm
     .description('Command line for the affiliate tracking service (beta): log in, create programs, check status, send test events.')
     .addOption(new Option('--base-url <url>', `service URL (default: $${ENVIRONMENT.baseUrl}, the logged-in service, or ${DEFAULT_BASE_URL})`))
     .option('--json', 'machine-readable output on stdout')
+    .version(VERSION)
     .showHelpAfterError()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .exitOverride();
