@@ -178,14 +178,15 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
     const s = await start();
     const nonce = await nonceOf(s.state);
     const otherKey = await newSigningKey();
+    const NEW = 'negative@test.example'; // would be created by a first login that succeeded
     const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
     const body = Buffer.from(JSON.stringify({ iss: provider.issuer, aud: CLIENT_ID, sub: 'x', nonce, email: 'owner@demo.example', iat: 1, exp: 4_000_000_000 })).toString('base64url');
     const cases: [string, string, RegExp][] = [
-      ['wrong audience', await idToken({ nonce, aud: 'someone-else' }), /aud/],
-      ['expired', await idToken({ nonce }, { exp: Math.floor(Date.now() / 1000) - 3600 }), /exp/],
+      ['wrong audience', await idToken({ nonce, aud: 'someone-else', email: NEW }), /aud/],
+      ['expired', await idToken({ nonce, email: NEW }, { exp: Math.floor(Date.now() / 1000) - 3600 }), /exp/],
       ['alg none', `${header}.${body}.`, /alg|JWS|Unsupported|not allowed/i],
-      ['unknown kid', await idToken({ nonce }, { key: otherKey }), /key|JWKS/i],
-      ['wrong nonce', await idToken({ nonce: 'other' }), /nonce/],
+      ['unknown kid', await idToken({ nonce, email: NEW }, { key: otherKey }), /key|JWKS/i],
+      ['wrong nonce', await idToken({ nonce: 'other', email: NEW }), /nonce/],
     ];
     for (const [name, token, why] of cases) {
       const res = await callback({ state: s.state, id_token: token });
@@ -194,6 +195,7 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
       expect(errorOf(res).message, name).toMatch(why);
     }
     expect((await poll(s.state, s.poll_secret)).json().data.status).toBe('pending');
+    expect(await t.db.one(sql('t.negative_user', 'SELECT id FROM users WHERE email = $1'), [NEW])).toBeUndefined();
 
     const u = await start(unreachableApp);
     // The login page says so too, in HTML, instead of sending the person to a dead provider.
