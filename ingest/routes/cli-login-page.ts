@@ -96,7 +96,8 @@ export const cliLoginPageRoutes: FastifyPluginAsync<CliLoginPageDeps> = async (a
       'content-security-policy',
       `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'unsafe-inline'; connect-src 'self' ${new URL(endpoints.tokenEndpoint).origin}; base-uri 'none'; frame-ancestors 'none'`,
     );
-    const html = `<h1>svc login</h1><p>Check that your terminal shows this code:</p><p><code id="user-code">${escapeHtml(session.userCode)}</code></p>
+    // Someone else's link would hand them your account: the code ties the page to your terminal.
+    const html = `<h1>svc login</h1><p>Continue only if you ran <code>svc login</code> yourself and your terminal shows this code:</p><p><code id="user-code">${escapeHtml(session.userCode)}</code></p>
 <p id="status">Starting sign-in...</p><script type="application/json" id="cfg">${scriptJson(config)}</script>`;
     return reply.send(page('svc login', html, FLOW, nonce));
   });
