@@ -63,6 +63,9 @@ describe.runIf(browserTestsRun())('CLI browser login through the in-process Open
     const page = await browser.newPage();
     try {
       await page.goto(url);
+      // The page shows the terminal's code and waits for the person to continue.
+      expect(await page.textContent('#user-code')).toBe(code);
+      await page.click('#continue');
       // The provider's sign-in page (oidc-provider's own interaction).
       await page.waitForURL((u) => u.href.startsWith(service.provider.issuer), { timeout: 60_000 });
       await page.fill('input[name="login"]', DEMO_ACCOUNT.email);

@@ -15,6 +15,7 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
 const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:4rem auto;padding:0 1rem;color:#1a1a1a}
+button{font:inherit;padding:.4rem 1rem}
 code{font-size:1.4rem;letter-spacing:.15em;background:#f3f3f3;padding:.2rem .5rem;border-radius:4px}
 .error{color:#a40000}`;
 
@@ -39,6 +40,12 @@ const FLOW = `(async () => {
   if (params.get('error')) return fail('Sign-in was refused: ' + (params.get('error_description') || params.get('error')));
   const code = params.get('code');
   if (!code) {
+    // The person compares the code with their terminal first, then chooses to continue.
+    status.textContent = '';
+    const button = document.getElementById('continue');
+    button.hidden = false;
+    await new Promise((resolve) => button.addEventListener('click', resolve, { once: true }));
+    button.disabled = true;
     const verifier = b64url(crypto.getRandomValues(new Uint8Array(32)));
     sessionStorage.setItem(key, verifier);
     const challenge = b64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
@@ -98,7 +105,7 @@ export const cliLoginPageRoutes: FastifyPluginAsync<CliLoginPageDeps> = async (a
     );
     // Someone else's link would hand them your account: the code ties the page to your terminal.
     const html = `<h1>svc login</h1><p>Continue only if you ran <code>svc login</code> yourself and your terminal shows this code:</p><p><code id="user-code">${escapeHtml(session.userCode)}</code></p>
-<p id="status">Starting sign-in...</p><script type="application/json" id="cfg">${scriptJson(config)}</script>`;
+<p><button id="continue" type="button" hidden>Continue to sign in</button></p><p id="status">Starting sign-in...</p><script type="application/json" id="cfg">${scriptJson(config)}</script>`;
     return reply.send(page('svc login', html, FLOW, nonce));
   });
 };
