@@ -352,6 +352,12 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
         // The refusal itself, as the browser's request gets it.
         const refused = await app.inject({ method: 'POST', url: '/api/v1/track/lead', headers: { origin: origin(scheme, STRANGER), 'content-type': 'text/plain;charset=UTF-8' }, payload: JSON.stringify({ click_id: clickId }) });
         expect(refused.statusCode).toBe(403);
+        // No program lists this origin, so the page may not even read the refusal.
+        expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+        // An allowed origin reads its refusals (the SDK reports them): here a click id that does not exist.
+        const unknown = await app.inject({ method: 'POST', url: '/api/v1/track/lead', headers: { origin: origin(scheme, BRAND), 'content-type': 'text/plain;charset=UTF-8' }, payload: JSON.stringify({ click_id: 'no-such-click' }) });
+        expect(unknown.statusCode).toBe(400);
+        expect(unknown.headers['access-control-allow-origin']).toBe(origin(scheme, BRAND));
         expect(await count('customers', shop.programId)).toBe(customersBefore);
       } finally {
         await strangerContext.close();
