@@ -56,7 +56,14 @@ interface SvcInPage {
   getData(): { clickId: string | null; programId: string; hasAttribution: boolean; affiliateUrl: string | null };
   signup(userId: string, email?: string): Promise<SignupResult>;
 }
-declare const window: { svc?: SvcInPage };
+interface SdkInPage {
+  init(options: { programId: number; apiUrl: string; debug?: boolean }): SvcInPage | null;
+  loadSvc(options: { programId: number; apiUrl: string; debug?: boolean }): Promise<SvcInPage | null>;
+  getClickId(): string | null;
+  getData(): ReturnType<SvcInPage['getData']>;
+  signup(userId: string, email?: string): Promise<SignupResult>;
+}
+declare const window: { svc?: SvcInPage; sdk: SdkInPage };
 declare const document: { querySelector(selector: string): { textContent: string | null; getAttribute(name: string): string | null } | null };
 
 const exec = promisify(execFile);
@@ -71,6 +78,7 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
   const fronts: Partial<Record<Scheme, http.Server>> = {};
   const ports: Partial<Record<Scheme, number>> = {};
   let reactBundle: Buffer;
+  let sdkBundle: Buffer;
   let renderReact: (props: { programId: number; apiUrl: string }) => string;
   /** The page /snippet serves: a checklist snippet pasted as printed. */
   let pastedSnippet = '';
@@ -153,6 +161,8 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
       const url = new URL(request.url ?? '/', `${scheme}://${request.headers.host}`);
       const program = url.searchParams.get('program') ?? String(shop.programId);
       if (url.pathname === '/react.js') return respond(response, 'text/javascript', reactBundle);
+      if (url.pathname === '/sdk.js') return respond(response, 'text/javascript', sdkBundle);
+      if (url.pathname === '/sdk') return respond(response, 'text/html', `<!doctype html><title>Brand (SDK)</title><script src="/sdk.js"></script>`);
       if (url.pathname === '/react') {
         const props = { programId: Number(program), apiUrl: api(scheme) };
         return respond(
@@ -180,6 +190,8 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
     const common = { bundle: true, write: false, conditions: ['source'], logLevel: 'silent' as const, absWorkingDir: process.cwd() };
     const client = await build({ ...common, entryPoints: ['tests/fixtures/react-app/client.js'], format: 'iife', platform: 'browser', define: { 'process.env.NODE_ENV': '"production"' } });
     reactBundle = Buffer.from(client.outputFiles![0]!.contents);
+    const sdk = await build({ ...common, entryPoints: ['tests/fixtures/sdk-page.js'], format: 'iife', platform: 'browser' });
+    sdkBundle = Buffer.from(sdk.outputFiles![0]!.contents);
     // CommonJS: react-dom/server requires Node's built-ins, which an ES module bundle cannot.
     const server = await build({ ...common, entryPoints: ['tests/fixtures/react-app/server.js'], format: 'cjs', platform: 'node', outfile: join(dir, 'server.cjs'), write: true });
     expect(server.errors).toEqual([]);
@@ -408,6 +420,38 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
       expect(trackCalls(tab.requests)).toEqual([`POST ${api('http')}/api/v1/track/click`]);
       expect(tab.errors).toEqual([]);
       expect(tab.logs.filter((l) => l.startsWith('error'))).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('the SDK package: loadSvc({ debug: true }) logs info with the [svc] prefix, errors are logged without debug; the spec calls work', async () => {
+    const context = await browser.newContext();
+    try {
+      const options = { programId: shop.programId, apiUrl: api('http') };
+      // Without debug: a link to no partner is refused; only the error is logged.
+      const quiet = await openTab(context);
+      await quiet.page.goto(`${origin('http', BRAND)}/sdk?aff=no-such-code`);
+      expect(await quiet.page.evaluate(async (o) => (await window.sdk.loadSvc(o))!.getClickId(), options)).toBeNull();
+      // (Chromium adds its own line for the 400 response.)
+      expect(quiet.logs.filter((l) => l.includes('[svc]'))).toEqual(['error: [svc] click [400, Referral link not found]']);
+      expect(quiet.errors).toEqual([]);
+      await quiet.page.close();
+
+      // With debug: info too. init with the same options gives the same instance: one click only.
+      const tab = await openTab(context);
+      await tab.page.goto(`${origin('http', BRAND)}/sdk?aff=${shop.affCode}`);
+      const seen = await tab.page.evaluate(async (o) => {
+        const svc = await window.sdk.loadSvc({ ...o, debug: true });
+        const again = window.sdk.init({ ...o, debug: true });
+        return { same: svc === again, clickId: window.sdk.getClickId(), data: window.sdk.getData(), lead: await window.sdk.signup('user-sdk') };
+      }, options);
+      expect(seen.same).toBe(true);
+      expect(seen.clickId).toBe((await svcCookie(context))!.value);
+      expect(seen.data).toEqual({ clickId: seen.clickId, programId: String(shop.programId), hasAttribution: true, affiliateUrl: `${origin('http', BRAND)}/sdk?aff=${shop.affCode}` });
+      expect(seen.lead).toMatchObject({ ok: true, status: 200, provisional: false, data: { click_id: seen.clickId } });
+      expect(trackCalls(tab.requests)).toEqual([`POST ${api('http')}/api/v1/track/click`, `POST ${api('http')}/api/v1/track/lead`]);
+      expect(tab.logs).toEqual([`info: [svc] click ${seen.clickId}`, expect.stringMatching(/^info: \[svc\] signup 200 /)]);
     } finally {
       await context.close();
     }
