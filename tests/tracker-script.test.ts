@@ -32,6 +32,27 @@ describe('the tracker script file', () => {
   });
 });
 
+describe('the browser SDK outside a browser (server rendering)', () => {
+  it('init and loadSvc answer null, getClickId null, signup a result; nothing touches document', async () => {
+    // A non-literal specifier: the package is typed for the DOM, this project is not; vitest runs its source.
+    const entry = '../clients/browser/src/index.js';
+    const sdk = (await import(entry)) as {
+      init(o: object): unknown;
+      loadSvc(o: object): Promise<unknown>;
+      getClickId(): string | null;
+      getData(): object;
+      signup(userId: string): Promise<object>;
+    };
+    expect(typeof (globalThis as { document?: unknown }).document).toBe('undefined');
+    const options = { programId: 1, apiUrl: 'https://track.example.com', debug: true };
+    expect(sdk.init(options)).toBeNull();
+    expect(await sdk.loadSvc(options)).toBeNull();
+    expect(sdk.getClickId()).toBeNull();
+    expect(sdk.getData()).toEqual({ clickId: null, programId: '', hasAttribution: false, affiliateUrl: null });
+    expect(await sdk.signup('user-1')).toMatchObject({ ok: false, status: 0, provisional: false, data: null });
+  });
+});
+
 describe('GET /js/svc-tracker.js', () => {
   let t: TestDatabase;
   let app: FastifyInstance;
