@@ -438,6 +438,17 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
       expect(quiet.errors).toEqual([]);
       await quiet.page.close();
 
+      // A signup with no click id sends nothing; that is a warning, shown only with debug.
+      for (const debug of [false, true]) {
+        const organic = await openTab(context);
+        await organic.page.goto(`${origin('http', BRAND)}/sdk`);
+        const result = await organic.page.evaluate(async (o) => (await window.sdk.loadSvc(o))!.signup('user-organic'), { ...options, debug });
+        expect(result).toEqual({ ok: false, status: 0, provisional: false, data: null, error: { message: 'No click id' } });
+        expect(trackCalls(organic.requests)).toEqual([]);
+        expect(organic.logs).toEqual(debug ? [`info: [svc] no click ${shop.programId} null`, 'warning: [svc] signup 0 {message: No click id}'] : []);
+        await organic.page.close();
+      }
+
       // With debug: info too. init with the same options gives the same instance: one click only.
       const tab = await openTab(context);
       await tab.page.goto(`${origin('http', BRAND)}/sdk?aff=${shop.affCode}`);

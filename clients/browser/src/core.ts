@@ -140,7 +140,8 @@ export function createSvc(options: SvcOptions): Svc {
     }
     const data = (status < 300 && body?.data) || null;
     const error = data ? null : (body?.error ?? { message: status ? `HTTP ${status}` : 'No click id' });
-    log(data ? 'info' : 'error', 'signup', status, data || error);
+    // No click id (nothing sent) is a warning: most signups come from visitors no partner sent.
+    log(data ? 'info' : body ? 'error' : 'warn', 'signup', status, data || error);
     return { ok: !!data, status, provisional: !!data?.provisional, data, error };
   }
 
