@@ -203,15 +203,18 @@ function allowBrowser(request: FastifyRequest, reply: FastifyReply) {
  * browser SDK can report why; an origin no program lists learns nothing, as for the preflight.
  */
 function exposeBrowserErrors(db: Database) {
-  return async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  // Callback style: a successful click passes through without a promise (see the click path in docs/architecture.md).
+  return (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) => {
     const origin = request.headers.origin;
-    if (reply.statusCode < 400 || !origin || request.programKey || reply.hasHeader('Access-Control-Allow-Origin')) return payload;
-    try {
-      if (await originAllowedAnywhere(db, origin)) reply.header('Access-Control-Allow-Origin', origin).header('Vary', 'Origin');
-    } catch {
+    if (reply.statusCode < 400 || !origin || request.programKey || reply.hasHeader('Access-Control-Allow-Origin')) return done(null, payload);
+    originAllowedAnywhere(db, origin).then(
+      (allowed) => {
+        if (allowed) reply.header('Access-Control-Allow-Origin', origin).header('Vary', 'Origin');
+        done(null, payload);
+      },
       // The answer stands without the header; the page then sees a network error.
-    }
-    return payload;
+      () => done(null, payload),
+    );
   };
 }
 
