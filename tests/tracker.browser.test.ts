@@ -269,6 +269,8 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
       expect(trackCalls(tab.requests)).toEqual([`POST ${api(scheme)}/api/v1/track/click`]);
 
       const cookie = (await svcCookie(context))!;
+      const { name, domain, path, sameSite, secure, httpOnly } = cookie;
+      console.info(`${scheme}: ${JSON.stringify({ name, domain, path, sameSite, secure, httpOnly })}, expires in ${((cookie.expires - Date.now() / 1000) / 86_400).toFixed(3)} days`);
       expect(cookie).toMatchObject({ value: clickId, domain: `.${ROOT}`, path: '/', sameSite: 'Lax', secure: scheme === 'https', httpOnly: false });
       const expected = Date.now() / 1000 + WINDOW_DAYS * 86_400;
       expect(Math.abs(cookie.expires - expected)).toBeLessThan(600);
