@@ -15,6 +15,7 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { managementRoutes } from './routes/management.js';
 import { readinessRoutes } from './routes/readiness.js';
 import { trackRoutes } from './routes/track.js';
+import { trackerScriptRoutes } from './routes/tracker-script.js';
 
 export interface AppDeps {
   db: Database;
@@ -108,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock });
 
   await app.register(dashboardPageRoutes);
+  await app.register(trackerScriptRoutes);
   app.get('/openapi.json', { config: { surface: 'other' }, schema: { hide: true } }, async () => app.swagger());
   app.get('/healthz', { config: { surface: 'other' }, schema: { hide: true } }, async () => ({ ok: true }));
   return app;

@@ -70,6 +70,8 @@ export const SURFACES = {
   }),
   performance: platform(M.dashboard.performanceFailed),
   status: platform(M.dashboard.statusFailed),
+  /** GET /js/svc-tracker.js, the browser tracker. */
+  trackerScript: platform(M.management.failed),
   /** Pages, health and unknown routes. */
   other: platform(M.management.failed),
 } satisfies Record<string, SurfaceRules>;
