@@ -66,6 +66,17 @@ const q = {
   ),
 };
 
+/** The link a partner shares: the program's domain with ?aff=. */
+export function referralUrl(domain: string, affCode: string): string {
+  try {
+    const url = new URL(/^https?:\/\//.test(domain) ? domain : `https://${domain}`);
+    url.searchParams.set('aff', affCode);
+    return url.toString();
+  } catch {
+    return `https://${domain}/?aff=${encodeURIComponent(affCode)}`;
+  }
+}
+
 export async function getProgram(db: Queryable, programId: number): Promise<ProgramView | undefined> {
   return db.one<ProgramView>(q.view, [programId]);
 }
