@@ -24,7 +24,7 @@ export interface AgentWorld {
   deliver(): Promise<void>;
 }
 
-export async function agentWorld(kind: DatabaseKind, warehouse: Warehouse, journeys = 6): Promise<AgentWorld> {
+export async function agentWorld(kind: DatabaseKind, warehouse: Warehouse, journeys = 8): Promise<AgentWorld> {
   const t = await createTestDatabase(kind);
   // Program ids of the two databases never meet in the shared warehouse.
   if (kind === 'postgres') await t.db.many(sql('t.agent_program_ids_apart', `ALTER SEQUENCE programs_id_seq RESTART WITH 2000000`));
@@ -85,7 +85,7 @@ export function httpRequest(op: AgentOperation, args: Record<string, unknown>) {
   }
   const url = `/api/agent/v1${path}`;
   if (op.method === 'GET') {
-    const qs = new URLSearchParams(Object.entries(rest).map(([k, v]) => [k, String(v)])).toString();
+    const qs = new URLSearchParams(Object.entries(rest).map(([k, v]): [string, string] => [k, String(v)])).toString();
     return { method: op.method, url: qs ? `${url}?${qs}` : url };
   }
   return { method: op.method, url, payload: rest };
@@ -95,8 +95,22 @@ export const operationsOnPrograms = OPERATIONS.filter((op) => op.path.includes('
 export const scopeLacking = (scope: AgentScope) => AGENT_SCOPES.filter((s) => s !== scope);
 
 /** Rows of every table an agent call could write, to prove a refused call wrote nothing. */
-export async function agentWriteCounts(db: Database) {
-  return db.one(
+export interface AgentWriteCounts {
+  audit: number;
+  partners: number;
+  partner_programs: number;
+  links: number;
+  enabled_links: number;
+  tracking_logs: number;
+  outbox: number;
+  sales: number;
+  commissions: number;
+  fees: number;
+  refunds: number;
+}
+
+export async function agentWriteCounts(db: Database): Promise<AgentWriteCounts> {
+  const counts = await db.one<AgentWriteCounts>(
     sql(
       't.agent_write_counts',
       `SELECT (SELECT count(*) FROM agent_audit_log)::int AS audit, (SELECT count(*) FROM partners)::int AS partners,
@@ -107,4 +121,5 @@ export async function agentWriteCounts(db: Database) {
               (SELECT count(*) FROM refunds)::int AS refunds`,
     ),
   );
+  return counts!;
 }
