@@ -202,7 +202,7 @@ describe.each(databaseKinds())('agent MCP server on %s', (kind) => {
     expect(res.headers.get('x-request-id')).toBeTruthy();
     expect(res.headers.get('x-ratelimit-limit')).toBe('120');
     expect(res.headers.get('x-ratelimit-reset')).toMatch(/^\d+$/);
-    const body = await res.json();
+    const body = (await res.json()) as { id: number; result: { tools: unknown[] } };
     expect(body.id).toBe(7);
     expect(body.result.tools.length).toBe(OPERATIONS.length);
     expect((await fetch(base, { method: 'GET', headers: bearer(w.keys.a) })).status).toBe(405);

@@ -15,7 +15,10 @@ const DIGITS = /^[1-9][0-9]{0,14}$/;
  * the same value either way.
  */
 export const positiveId = (message: string) =>
-  z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.string().regex(DIGITS).transform(Number)], { error: message });
+  z.union(
+    [z.number({ error: message }).int(message).positive(message).max(Number.MAX_SAFE_INTEGER, message), z.string({ error: message }).regex(DIGITS, message).transform(Number)],
+    { error: message },
+  );
 
 export const ProgramParams = z.object({ programId: positiveId(M.body.programIdParam).describe('The program id') });
 
@@ -76,8 +79,13 @@ const cursor = z
   .optional()
   .describe('next_cursor of the previous page; omit for the first page');
 
-const limitParam = z
-  .union([z.number().int().min(1).max(100), z.string().regex(/^(100|[1-9][0-9]?)$/).transform(Number)], { error: A.limit })
+/** 1 to 100, as a number or its digits; every way of getting it wrong has the one message. */
+function pageSize() {
+  const m = A.limit;
+  return z.union([z.number({ error: m }).int(m).min(1, m).max(100, m), z.string({ error: m }).regex(/^(100|[1-9][0-9]?)$/, m).transform(Number)], { error: m });
+}
+
+const limitParam = pageSize()
   .optional()
   .describe('Items per page, 1 to 100 (default 50)');
 
@@ -107,8 +115,7 @@ export const TopPartnersQuery = z
   .strictObject(
     {
       ...timeRange,
-      limit: z
-        .union([z.number().int().min(1).max(100), z.string().regex(/^(100|[1-9][0-9]?)$/).transform(Number)], { error: A.limit })
+      limit: pageSize()
         .optional()
         .describe('How many partner and currency rows, 1 to 100 (default 10)'),
     },
