@@ -210,6 +210,7 @@ describe.each(databaseKinds())('agent API on %s', (kind) => {
         [`${base}/commissions?from=2026-02-01&to=2026-01-01`, 'from must be before to'],
         [`${base}/clicks?from=yesterday`, 'from must be an ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z'],
         [`${base}/partners?colour=red`, 'Unknown query parameter: colour'],
+        [`${base}/clicks?cursor=${Buffer.from(JSON.stringify(['2026-01-01 00:00:00+00', '1'])).toString('base64url')}`, 'cursor is not valid; pass the next_cursor of a previous page unchanged'],
       ];
       for (const [url, message] of cases) expect((await get(w.keys.a, url)).json(), url).toEqual(envelope(400, 'BadRequestError', message));
     });
@@ -350,6 +351,21 @@ describe.each(databaseKinds())('agent API on %s', (kind) => {
         [w.keys.aId, 'partner.create', 'created'],
         [w.keys.aId, 'partner.create', 'existing'],
       ]);
+    });
+
+    it('two identical writes at once make one partner and one test event', async () => {
+      const before = await agentWriteCounts(w.t.db);
+      const partner = { method: 'POST', url: `/api/agent/v1/programs/${w.a.programId}/partners`, payload: { name: 'Twin', aff_code: `twin-${kind}` } };
+      const partners = await Promise.all([call(w.keys.a, partner), call(w.keys.a, partner), call(w.keys.a, partner)]);
+      expect(partners.map((r) => r.statusCode)).toEqual([200, 200, 200]);
+      expect(partners.filter((r) => r.json().data.created)).toHaveLength(1);
+      expect(new Set(partners.map((r) => r.json().data.partner_id)).size).toBe(1);
+      const run = { method: 'POST', url: `/api/agent/v1/programs/${w.a.programId}/test-events`, payload: { event_type: 'lead', reference: `twin-${kind}` } };
+      const runs = await Promise.all([call(w.keys.a, run), call(w.keys.a, run), call(w.keys.a, run)]);
+      expect(runs.map((r) => r.statusCode)).toEqual([200, 200, 200]);
+      expect(runs.filter((r) => r.json().data.created)).toHaveLength(1);
+      const after = await agentWriteCounts(w.t.db);
+      expect(after).toMatchObject({ partners: before.partners + 1, links: before.links + 1, tracking_logs: before.tracking_logs + 1 });
     });
 
     it('turn a link off and on; the same state again changes nothing', async () => {

@@ -15,7 +15,7 @@ import type { Auth } from '../../http/auth.js';
 import { ApiError, answerTo } from '../../http/errors.js';
 import { M } from '../../http/messages.js';
 import type { RateLimitStore } from '../../http/rate-limit.js';
-import { PlatformError } from '../../http/schemas.js';
+import { PlatformError, TypedError } from '../../http/schemas.js';
 import { agentPrincipalOf, operationContext } from './context.js';
 import { OPERATIONS, type AgentOperation, type OperationInput } from './operations.js';
 
@@ -121,7 +121,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpDeps) {
         tags: ['agent'],
         security: [{ agentKey: [] }],
         body: z.unknown().describe('A JSON-RPC message or batch of the Model Context Protocol'),
-        response: { 401: PlatformError, 429: PlatformError.or(z.unknown()) },
+        response: { 400: PlatformError, 401: PlatformError, 429: TypedError, 500: PlatformError },
       },
     },
     async (request, reply) => {

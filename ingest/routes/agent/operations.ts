@@ -6,13 +6,15 @@
 import type { z } from 'zod';
 import type { Database } from '../../../core/db.js';
 import type { Warehouse } from '../../../core/warehouse.js';
-import { clicksPage } from '../../../queries/clicks.js';
+import { clicksPage, isWarehouseTime } from '../../../queries/clicks.js';
 import { performance } from '../../../queries/performance.js';
 import type { AgentScope, AuthorizedProgram } from '../../domain/access.js';
 import { commissionReconciliation, commissionsPage, partnersPage, programCounts, programsOfWorkspace, salesPage, topPartners, type ListFilter } from '../../domain/agent-data.js';
 import { createAgentPartner, runAgentTestEvent, setAgentLink, type AgentActor } from '../../domain/agent-writes.js';
 import { integrationFacts, integrationStatus } from '../../domain/dashboard.js';
 import { getProgram, referralUrl } from '../../domain/programs.js';
+import { badRequest } from '../../http/errors.js';
+import { M } from '../../http/messages.js';
 import { PerformanceOk, PerformanceQuery, StatusOk } from '../dashboard.js';
 import * as S from './schemas.js';
 
@@ -271,6 +273,8 @@ export const OPERATIONS: readonly AgentOperation[] = [
     annotations: READ,
     async run(ctx, { query }) {
       const f = listFilter(query);
+      // A cursor of another list carries Postgres' time text, which the warehouse does not read.
+      if (f.after && !isWarehouseTime(f.after.at)) throw badRequest(M.agent.cursor);
       const page = await clicksPage(requireWarehouse(ctx), {
         programId: programIdOf(ctx),
         from: f.from,
