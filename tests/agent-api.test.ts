@@ -273,6 +273,12 @@ describe.each(databaseKinds())('agent API on %s', (kind) => {
       const middle = sales[Math.floor(sales.length / 2)]!.occurred_at as string;
       expect(await allPages(`/programs/${w.a.programId}/sales?from=${encodeURIComponent(middle)}`, 100)).toEqual(sales.filter((s) => (s.occurred_at as string) >= middle));
       expect(await allPages(`/programs/${w.a.programId}/sales?to=${encodeURIComponent(middle)}`, 100)).toEqual(sales.filter((s) => (s.occurred_at as string) < middle));
+      for (const list of ['commissions', 'partners', 'clicks']) {
+        const every = await allPages(`/programs/${w.a.programId}/${list}`, 100);
+        const own = await allPages(`/programs/${w.a.programId}/${list}?partner_id=${w.a.partnerId}`, 2);
+        expect(own.length, list).toBeGreaterThan(0);
+        expect(own, list).toEqual(every.filter((row) => row.partner_id === w.a.partnerId));
+      }
       const clicks = await allPages(`/programs/${w.a.programId}/clicks`, 100);
       const testClicks = await allPages(`/programs/${w.a.programId}/clicks?status=test`, 100);
       expect(testClicks.length).toBeGreaterThan(0);
