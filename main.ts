@@ -5,6 +5,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import type { Logger } from 'pino';
+import { serveSqlEndpoint } from './analytics/endpoint.js';
 import { loadConfig, type Config } from './core/config.js';
 import { openDatabase, type Database } from './core/db.js';
 import { createLogger } from './core/log.js';
@@ -94,6 +95,13 @@ async function main() {
   if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served');
   const stopMetricsLog = metrics ? startMetricsLog({ metrics, logger, intervalMs: 60_000 }) : () => {};
 
+  // The embedded warehouse is this process's alone: analysts' queries come in through its SQL endpoint.
+  const sqlEndpoint =
+    warehouse && config.warehouse.kind === 'chdb'
+      ? await serveSqlEndpoint({ warehouse, config: config.analytics, dataDir: config.dataDir, logger })
+      : undefined;
+  if (sqlEndpoint) logger.info({ url: sqlEndpoint.url }, 'SQL endpoint for npm run sql served (operator token in the data directory)');
+
   if (config.pipeline.kind === 'embedded' && db && warehouse) {
     services.push(startEmbeddedPipeline({ db, warehouse, codec, logger, metrics }));
   }
@@ -115,6 +123,7 @@ async function main() {
       stopMetricsLog();
       await metricsServer?.close();
       await rateLimits.close();
+      await sqlEndpoint?.close();
       await warehouse?.close();
       await db?.close();
       process.exit(0);

@@ -35,6 +35,10 @@ const EnvSchema = z.object({
     .transform((v) => v === 'true'),
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(2_000),
   DOCS_BASE_URL: z.url().default('https://docs.affiliate-tracking.dev'),
+  SQL_HOST: z.string().default('127.0.0.1'),
+  SQL_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  SQL_MAX_EXECUTION_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  SQL_MAX_MEMORY_BYTES: z.coerce.number().int().min(1_000_000).default(2_000_000_000),
   SEED_DEMO: z
     .enum(['true', 'false'])
     .default('true')
@@ -91,6 +95,12 @@ export interface LoaderConfig {
   minBatchBytes: number;
 }
 
+export interface AnalyticsConfig {
+  /** The SQL endpoint of the process that holds the embedded warehouse (port 0: any free port). */
+  endpoint: { host: string; port: number };
+  limits: { maxExecutionSeconds: number; maxMemoryBytes: number };
+}
+
 export interface Config {
   env: 'development' | 'production' | 'test';
   logLevel: string;
@@ -109,6 +119,8 @@ export interface Config {
   warehouse: WarehouseConfig;
   relay: RelayConfig;
   loader: LoaderConfig;
+  /** Analysts' SQL (analytics/): the operator endpoint of the embedded process, the limits of every query. */
+  analytics: AnalyticsConfig;
   /** Where the relay and loader serve /metrics; undefined: not served. */
   metrics: { host: string; port: number } | undefined;
 }
@@ -162,6 +174,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     warehouse,
     relay: { batchSize: e.RELAY_BATCH_SIZE, pollIntervalMs: e.RELAY_POLL_MS },
     loader: { groupId: e.LOADER_GROUP_ID, flushIntervalMs: e.LOADER_FLUSH_MS, minBatchBytes: e.LOADER_MIN_BATCH_BYTES },
+    analytics: {
+      endpoint: { host: e.SQL_HOST, port: e.SQL_PORT },
+      limits: { maxExecutionSeconds: e.SQL_MAX_EXECUTION_SECONDS, maxMemoryBytes: e.SQL_MAX_MEMORY_BYTES },
+    },
     metrics: e.METRICS_PORT === undefined ? undefined : { host: e.HOST, port: e.METRICS_PORT },
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,

@@ -1,4 +1,8 @@
 import { PGlite } from '@electric-sql/pglite';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import type { DatabaseConfig } from './config.js';
 
@@ -142,8 +146,28 @@ export interface DatabaseOptions {
   onConnectionError?: (error: Error) => void;
 }
 
+/**
+ * Creates a fresh PGlite data directory in a worker thread that then exits. PGlite's initdb grows
+ * the WebAssembly heap it runs in by about 400 MiB and never gives it back; in a worker that memory
+ * leaves with the thread, so the embedded start's resident memory is that of a reopened directory
+ * (bench/embedded-start.ts; docs/performance.md, "Embedded start").
+ */
+async function initPgliteDataDir(dataDir: string): Promise<void> {
+  if (existsSync(join(dataDir, 'PG_VERSION'))) return;
+  const pgliteUrl = import.meta.resolve('@electric-sql/pglite');
+  const script = `const { workerData } = require('node:worker_threads');
+import(workerData.pgliteUrl).then(async ({ PGlite }) => { const db = await PGlite.create(workerData.dataDir); await db.close(); });`;
+  const worker = new Worker(script, { eval: true, workerData: { pgliteUrl, dataDir } });
+  const [exitCode] = await Promise.race([
+    once(worker, 'exit') as Promise<[number]>,
+    once(worker, 'error').then(([error]) => Promise.reject(error as Error)),
+  ]);
+  if (exitCode !== 0) throw new Error(`initialising the PGlite data directory ${dataDir} failed (worker exit code ${exitCode})`);
+}
+
 export async function openDatabase(config: DatabaseConfig, options: DatabaseOptions = {}): Promise<Database> {
   if (config.kind === 'pglite') {
+    if (config.dataDir !== undefined) await initPgliteDataDir(config.dataDir);
     const pglite = await PGlite.create(config.dataDir, {
       parsers: { [INT8_OID]: toNumber, [NUMERIC_OID]: toNumber },
     });

@@ -27,6 +27,11 @@ export interface Warehouse {
   query<R>(query: NamedQuery, params?: QueryParams): Promise<R[]>;
   /** A statement without a result (DDL); one statement per call. */
   command(query: NamedQuery, params?: QueryParams): Promise<void>;
+  /**
+   * A query whose text ends with its own FORMAT clause; resolves to the warehouse's bytes (CSV,
+   * Parquet, a pretty table...). For the analysts' tools (analytics/); absent on wrappers in tests.
+   */
+  queryBytes?(query: NamedQuery, params?: QueryParams): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -93,6 +98,15 @@ class ClickHouseWarehouse implements Warehouse {
   command(query: NamedQuery, params: QueryParams = {}): Promise<void> {
     return this.serial(async () => {
       await this.client.command({ query: query.text, query_params: params });
+    });
+  }
+
+  queryBytes(query: NamedQuery, params: QueryParams = {}): Promise<Buffer> {
+    return this.serial(async () => {
+      const result = await this.client.exec({ query: query.text, query_params: params });
+      const chunks: Buffer[] = [];
+      for await (const chunk of result.stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
+      return Buffer.concat(chunks);
     });
   }
 

@@ -232,7 +232,7 @@ describe('ClickHouse warehouse on chDB', () => {
 
   it('applies the DDL, and applying it again changes nothing', async () => {
     const first = await migrateWarehouse(warehouse);
-    expect(first).toEqual(['0001_event_tables.sql', '0002_current_state_tables.sql', '0003_performance_rollup.sql']);
+    expect(first).toEqual(['0001_event_tables.sql', '0002_current_state_tables.sql', '0003_performance_rollup.sql', '0004_analytics.sql']);
     expect(await migrateWarehouse(warehouse)).toEqual([]);
     // Every statement runs again as is (a start that failed half-way re-applies).
     for (const file of first) {
@@ -249,7 +249,11 @@ describe('ClickHouse warehouse on chDB', () => {
       { version: 1 },
       { version: 2 },
       { version: 3 },
+      { version: 4 },
     ]);
+    // 0004: the analysts' views live in a database of their own.
+    const views = await warehouse.query<{ n: number }>(sql('t.analytics_views', `SELECT count() AS n FROM system.tables WHERE database = 'analytics' AND engine = 'View'`));
+    expect(views).toEqual([{ n: 8 }]);
   });
 
   it('the service events, relayed and loaded, give the numbers of the Postgres state', async () => {

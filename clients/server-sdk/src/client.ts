@@ -1,0 +1,115 @@
+import { renewalSale, type RenewalSkipReason } from './renewals.js';
+import { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, refusedBeforeSending, send, type Transport } from './transport.js';
+import type {
+  LeadData,
+  RetryOptions,
+  RefundData,
+  SaleData,
+  ServerSdkOptions,
+  SvcResult,
+  TrackLeadOptions,
+  TrackRefundOptions,
+  TrackSaleOptions,
+} from './types.js';
+
+/** The defaults, with each bound the caller set to a usable number. */
+function retryBounds(given: RetryOptions | undefined): Required<RetryOptions> {
+  const bounds = { ...DEFAULT_RETRY };
+  for (const name of Object.keys(bounds) as (keyof RetryOptions)[]) {
+    const value = given?.[name];
+    if (typeof value === 'number' && value >= 0 && Number.isFinite(value)) bounds[name] = value;
+  }
+  bounds.maxAttempts = Math.max(1, Math.floor(bounds.maxAttempts));
+  return bounds;
+}
+
+/** What trackRenewal resolves to: the sale's result, or why no sale was sent. */
+export type RenewalResult =
+  | (SvcResult<SaleData> & { skipped: false })
+  | { skipped: true; reason: RenewalSkipReason; message: string };
+
+/**
+ * The server SDK. Constructed once with the program API key; every call resolves to a result
+ * and never throws. Options that cannot work (no key, no absolute base URL) throw at construction,
+ * so a misconfigured server fails at start-up rather than on a customer's purchase.
+ */
+export class Svc {
+  readonly #transport: Transport;
+
+  constructor(options: ServerSdkOptions) {
+    if (typeof options?.apiKey !== 'string' || options.apiKey.trim() === '') {
+      throw new TypeError('Svc: apiKey is required (the program API key, aff_...)');
+    }
+    let base: URL;
+    try {
+      base = new URL(options.baseUrl);
+    } catch {
+      throw new TypeError(`Svc: baseUrl must be an absolute URL, for example https://track.example.com (got ${String(options.baseUrl)})`);
+    }
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    if (typeof fetchImpl !== 'function') throw new TypeError('Svc: no global fetch (Node 18 or later is needed), and no fetch option given');
+    this.#transport = {
+      apiKey: options.apiKey.trim(),
+      baseUrl: base.toString().replace(/\/+$/, ''),
+      fetch: fetchImpl,
+      timeoutMs: typeof options.timeoutMs === 'number' && options.timeoutMs > 0 ? options.timeoutMs : DEFAULT_TIMEOUT_MS,
+      retry: options.retry === false ? { ...DEFAULT_RETRY, maxAttempts: 1 } : retryBounds(options.retry),
+      onRetry: options.onRetry,
+    };
+  }
+
+  /** A server-mode lead (signup) for a customer of this key's program. */
+  trackLead(options: TrackLeadOptions): Promise<SvcResult<LeadData>> {
+    options ??= {} as TrackLeadOptions;
+    return send<LeadData>(this.#transport, 'trackLead', '/api/v1/track/lead', {
+      customer_key: options.customerExternalId,
+      click_id: options.clickId ?? undefined,
+      email: options.email,
+      additional_data: options.additionalData,
+    });
+  }
+
+  /** A sale. A non-positive or non-integer amount is refused here, before any request. */
+  trackSale(options: TrackSaleOptions): Promise<SvcResult<SaleData>> {
+    options ??= {} as TrackSaleOptions;
+    const { amount } = options;
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount <= 0) {
+      return Promise.resolve(
+        refusedBeforeSending<SaleData>(
+          'invalid_amount',
+          `amount must be a positive integer number of cents; got ${typeof amount === 'number' ? amount : typeof amount}. No request was sent.`,
+        ),
+      );
+    }
+    return send<SaleData>(this.#transport, 'trackSale', '/api/v1/track/sale', {
+      transaction_id: options.invoiceId,
+      amount_cents: amount,
+      customer_key: options.customerExternalId,
+      currency: options.currency ?? 'usd',
+      is_recurring: options.isRecurring,
+      sale_type: options.saleType,
+      subscription_id: options.subscriptionId,
+    });
+  }
+
+  /** A full refund (or chargeback) of the sale recorded under invoiceId. */
+  trackRefund(options: TrackRefundOptions): Promise<SvcResult<RefundData>> {
+    options ??= {} as TrackRefundOptions;
+    return send<RefundData>(this.#transport, 'trackRefund', '/api/v1/track/refund', {
+      transaction_id: options.invoiceId,
+      reason: options.reason,
+      refund_reason: options.refundReason,
+    });
+  }
+
+  /**
+   * A processor `invoice.paid` event (or its invoice) under the spec's self-hosted renewal rules:
+   * a trackSale call, or a skip with its reason. Do not use it when the processor connection
+   * records sales itself, or the renewal is counted twice.
+   */
+  async trackRenewal(eventOrInvoice: unknown): Promise<RenewalResult> {
+    const decision = renewalSale(eventOrInvoice);
+    if (!decision.track) return { skipped: true, reason: decision.reason, message: decision.message };
+    return { ...(await this.trackSale(decision.sale)), skipped: false };
+  }
+}
