@@ -10,6 +10,7 @@ import { rotationWarnings } from './http/auth.js';
 import { errorHandler, registerErrorHandling } from './http/errors.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { lazyRequestLoggers } from './http/request-log.js';
+import { agentRoutes } from './routes/agent.js';
 import { dashboardPageRoutes } from './routes/dashboard-page.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { managementRoutes } from './routes/management.js';
@@ -89,6 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         securitySchemes: {
           programKey: { type: 'http', scheme: 'bearer', description: 'Program API key (aff_...)' },
           dashboardSession: { type: 'http', scheme: 'bearer', description: 'Dashboard session token' },
+          agentKey: { type: 'http', scheme: 'bearer', description: 'Agent API key (agt_...), issued by `npm run ops -- issue-agent-key`' },
         },
       },
     },
@@ -107,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   await app.register(managementRoutes, { prefix: '/api/tracking', db });
   await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock });
+  await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse: deps.warehouse, rateLimits, clock });
 
   await app.register(dashboardPageRoutes);
   await app.register(trackerScriptRoutes);

@@ -2,7 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 import { buildTestApp, createTestProgram, createTestWorkspace, DOCS_BASE_URL, freshIp, type TestProgram, type Workspace } from './support/app.js';
-import { authorizeProgram, authorizeWorkspace, decide, PERMISSIONS, type Permission, type Principal } from '../ingest/domain/access.js';
+import { authorizeProgram, authorizeWorkspace, decide, isAgentScope, PERMISSIONS as ALL_PERMISSIONS, type Permission, type Principal } from '../ingest/domain/access.js';
+
+/** The permissions roles and program keys are about; agent scopes are tested in tests/agent-api.test.ts. */
+const PERMISSIONS = ALL_PERMISSIONS.filter((p) => !isAgentScope(p));
 import { addMember, createSession } from '../ingest/domain/workspaces.js';
 import { CREDENTIALS, credentialOf, parseSessionHeader, programKeyHook, REQUIREMENTS, type Answer, type Family } from '../ingest/http/auth.js';
 import { M } from '../ingest/http/messages.js';
@@ -60,8 +63,6 @@ describe('credentials', () => {
 
   it('credentials not built yet cannot be required: the app fails at start-up, not at run time', () => {
     expect(CREDENTIALS.account).toBeNull();
-    expect(CREDENTIALS.agentKey).toBeNull();
-    expect(() => credentialOf('agentKey')).toThrow(/agentKey/);
     expect(() => credentialOf('session')).not.toThrow();
   });
 
@@ -87,6 +88,8 @@ const SPEC_STATUS: Record<Family, Record<string, number>> = {
   // Status: 401 without a session, 404 for an unknown program, 403 without tracking:read.
   status: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 404, notMember: 403, missingPermission: 403 },
   management: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 403, notMember: 403, missingPermission: 403 },
+  // Agent API (issue 13): 401 without an agent key, 404 for another workspace's or an unknown program, 403 without the scope.
+  agent: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 404, notMember: 404, missingPermission: 403 },
 };
 
 describe('the requirement table', () => {
@@ -112,6 +115,7 @@ describe('the requirement table', () => {
       performance: ['session', false],
       status: ['session', false],
       management: ['session', false],
+      agent: ['agentKey', false],
     });
   });
 

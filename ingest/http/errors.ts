@@ -68,21 +68,27 @@ function render(error: ApiError, surface: Surface) {
   return { data: null, error: body };
 }
 
-/** The one error handler: typed errors to envelopes, 4xx logged as warn, 5xx as error, nothing internal leaked. */
-export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply) {
-  // Only a request that matched no route (a framework error) has no surface.
-  const surface: Surface = request.routeOptions.config.surface ?? 'other';
+/** What a surface answers to an error: the ApiError and the envelope it renders to. */
+export function answerTo(error: unknown, surface: Surface): { apiError: ApiError; body: ReturnType<typeof render> } {
   let apiError: ApiError;
   if (error instanceof ApiError) apiError = error;
   else if (error instanceof DomainError) apiError = refusalAnswer(surface, error.refusal);
   else if (hasZodFastifySchemaValidationErrors(error)) apiError = fromValidation(error.validation as ValidationIssue[]);
   else apiError = fromFastify(error as FastifyError) ?? failedAnswer(surface);
+  return { apiError, body: render(apiError, surface) };
+}
+
+/** The one error handler: typed errors to envelopes, 4xx logged as warn, 5xx as error, nothing internal leaked. */
+export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply) {
+  // Only a request that matched no route (a framework error) has no surface.
+  const surface: Surface = request.routeOptions.config.surface ?? 'other';
+  const { apiError, body } = answerTo(error, surface);
 
   if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.warn({ status: apiError.status, reason: apiError.message }, 'request refused');
 
   if (apiError.options.headers) reply.headers(apiError.options.headers);
-  return reply.status(apiError.status).send(render(apiError, surface));
+  return reply.status(apiError.status).send(body);
 }
 
 export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply) {

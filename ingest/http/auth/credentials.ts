@@ -1,5 +1,6 @@
 import type { Database } from '../../../core/db.js';
 import type { CredentialKind, Principal } from '../../domain/access.js';
+import { findAgentKey } from '../../domain/agent-keys.js';
 import { findProgramKey } from '../../domain/api-keys.js';
 import { hashSecret } from '../../domain/secrets.js';
 import { sessionUserId } from '../../domain/workspaces.js';
@@ -36,7 +37,13 @@ export const CREDENTIALS: { [K in CredentialKind]: Credential<K> | null } = {
     },
   },
   account: null,
-  agentKey: null,
+  agentKey: {
+    read: parseBearer,
+    async resolve(db, token) {
+      const key = await findAgentKey(db, token);
+      return key && { kind: 'agentKey', keyId: String(key.id), workspaceId: key.workspaceId, scopes: key.scopes };
+    },
+  },
 };
 
 export function credentialOf<K extends CredentialKind>(kind: K): Credential<K> {
