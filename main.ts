@@ -31,6 +31,7 @@ function banner(url: string, mode: string, demo: DemoCredentials | undefined): s
       `  demo API key:         ${demo.apiKey}`,
       `  demo aff code:        ${demo.affCode}`,
       `  demo dashboard token: ${demo.dashboardToken}`,
+      `  demo agent key:       ${demo.agentKey ?? '(none: npm run ops -- issue-agent-key <workspaceId> all)'}`,
       ``,
       `  try: curl -s ${url}/api/v1/track/click -H 'content-type: application/json' \\`,
       `         -d '{"affiliate_url":"https://shop.demo.example/?aff=${demo.affCode}"}'`,

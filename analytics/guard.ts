@@ -191,7 +191,7 @@ async function parserChecks(access: WarehouseAccess, statement: string, params: 
   );
   const root = AST_LINE.exec(ast[0] ?? '');
   if (!root || root[2] !== 'SelectWithUnionQuery') {
-    throw new QueryRefused('not_a_select', `Only SELECT queries are accepted (read-only access); this is a ${root?.[2]?.replace(/Query$/, '') ?? 'statement'} statement.`);
+    throw new QueryRefused('not_a_select', `Only SELECT queries are accepted (read-only access); found ${root?.[2]?.replace(/Query$/, '') ?? 'another statement'}.`);
   }
   const external = await externalFunctions(access);
   for (const line of ast.slice(1)) {

@@ -12,11 +12,13 @@ import type { RateLimitStore } from './http/rate-limit.js';
 import { lazyRequestLoggers } from './http/request-log.js';
 import { cliLoginPageRoutes } from './routes/cli-login-page.js';
 import { cliRoutes, type CliIdentity } from './routes/cli.js';
+import { agentRoutes } from './routes/agent.js';
 import { dashboardPageRoutes } from './routes/dashboard-page.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { managementRoutes } from './routes/management.js';
 import { readinessRoutes } from './routes/readiness.js';
 import { trackRoutes } from './routes/track.js';
+import { trackerScriptRoutes } from './routes/tracker-script.js';
 
 export interface AppDeps {
   db: Database;
@@ -93,6 +95,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           programKey: { type: 'http', scheme: 'bearer', description: 'Program API key (aff_...)' },
           dashboardSession: { type: 'http', scheme: 'bearer', description: 'Dashboard session token' },
           accountToken: { type: 'http', scheme: 'bearer', description: 'Account login token from `svc login` (CLI init and programs)' },
+          agentKey: { type: 'http', scheme: 'bearer', description: 'Agent API key (agt_...), issued by `npm run ops -- issue-agent-key`' },
         },
       },
     },
@@ -112,9 +115,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   await app.register(managementRoutes, { prefix: '/api/tracking', db });
   await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock });
+  await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse: deps.warehouse, rateLimits, clock });
 
   await app.register(dashboardPageRoutes);
   await app.register(cliLoginPageRoutes, { db, identity: deps.cliIdentity });
+  await app.register(trackerScriptRoutes);
   app.get('/openapi.json', { config: { surface: 'other' }, schema: { hide: true } }, async () => app.swagger());
   app.get('/healthz', { config: { surface: 'other' }, schema: { hide: true } }, async () => ({ ok: true }));
   return app;

@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sql, type Database } from '../core/db.js';
+import { AGENT_SCOPES } from './domain/access.js';
+import { issueAgentKey } from './domain/agent-keys.js';
 import { issueProgramKey } from './domain/api-keys.js';
 import { createPartner, createProgram } from './domain/programs.js';
 import { addMember, createSession, createWorkspace } from './domain/workspaces.js';
@@ -11,13 +13,15 @@ export interface DemoCredentials {
   apiKey: string;
   affCode: string;
   dashboardToken: string;
+  /** An agent key (`agt_`) of the demo workspace with every scope (issue 13). */
+  agentKey: string;
 }
 
 const anyWorkspace = sql('demo.any_workspace', `SELECT 1 AS found FROM workspaces LIMIT 1`);
 
 /**
  * On a fresh data directory: a demo workspace, owner session, program, key, partner and link, so
- * a new user can call the API with curl at once. The keys are written to
+ * a new user can call the API with curl at once (an agent key with every scope included). The keys are written to
  * <dataDir>/demo-credentials.json (the only place the full key is kept: the database has its hash).
  */
 export async function ensureDemo(db: Database, dataDir: string, siteOrigin: string): Promise<DemoCredentials | undefined> {
@@ -39,7 +43,8 @@ export async function ensureDemo(db: Database, dataDir: string, siteOrigin: stri
   });
   const { apiKey } = await issueProgramKey(db, program.id);
   const partner = await createPartner(db, program.id, { name: 'Demo partner', email: 'partner@demo.example', affCode: 'demo-partner' });
-  const credentials = { programId: program.id, apiKey, affCode: partner.affCode, dashboardToken };
+  const { agentKey } = await issueAgentKey(db, workspaceId, 'Demo agent', AGENT_SCOPES);
+  const credentials = { programId: program.id, apiKey, affCode: partner.affCode, dashboardToken, agentKey };
   await writeFile(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   return credentials;
 }

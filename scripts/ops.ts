@@ -4,18 +4,31 @@
  *   npm run ops -- mark-key-rotation <programId> <deadline ISO 8601>
  *   npm run ops -- create-workspace <name> <owner email>
  *   npm run ops -- create-session <workspaceId> <email> [owner|member]
+ *   npm run ops -- issue-agent-key <workspaceId> <scopes: all | comma-separated> [name]
+ *   npm run ops -- revoke-agent-key <keyId>
+ *   npm run ops -- list-agent-keys <workspaceId>
  */
 import { mkdir } from 'node:fs/promises';
 import { loadConfig } from '../core/config.js';
 import { openDatabase } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
+import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../ingest/domain/agent-keys.js';
 import { markKeyForRotation } from '../ingest/domain/api-keys.js';
 import { addMember, createSession, createWorkspace, type Role } from '../ingest/domain/workspaces.js';
 
 const usage = `usage:
   npm run ops -- mark-key-rotation <programId> <deadline ISO 8601>
   npm run ops -- create-workspace <name> <owner email>
-  npm run ops -- create-session <workspaceId> <email> [owner|member]`;
+  npm run ops -- create-session <workspaceId> <email> [owner|member]
+  npm run ops -- issue-agent-key <workspaceId> <scopes: all | comma-separated> [name]
+  npm run ops -- revoke-agent-key <keyId>
+  npm run ops -- list-agent-keys <workspaceId>`;
+
+const positiveId = (value: string | undefined): number => {
+  const id = Number(value);
+  if (!value || !Number.isSafeInteger(id) || id <= 0) throw new Error(usage);
+  return id;
+};
 
 async function main(argv: string[]) {
   const [command, ...args] = argv;
@@ -47,6 +60,25 @@ async function main(argv: string[]) {
         if (!workspaceId || !email || (role !== 'owner' && role !== 'member')) throw new Error(usage);
         const userId = await addMember(db, Number(workspaceId), email, role as Role);
         console.log(JSON.stringify({ dashboardToken: await createSession(db, userId) }));
+        return;
+      }
+      // Agent keys (issue 13) are issued only here: no endpoint creates one. The key is printed once.
+      case 'issue-agent-key': {
+        const workspaceId = positiveId(args[0]);
+        if (!args[1]) throw new Error(usage);
+        const issued = await issueAgentKey(db, workspaceId, args[2] ?? 'agent', parseScopes(args[1]));
+        console.log(JSON.stringify({ keyId: issued.id, workspaceId, scopes: issued.scopes, agentKey: issued.agentKey }));
+        return;
+      }
+      case 'revoke-agent-key': {
+        const keyId = positiveId(args[0]);
+        const revokedAt = await revokeAgentKey(db, keyId);
+        if (!revokedAt) throw new Error(`agent key ${keyId} does not exist`);
+        console.log(`agent key ${keyId} revoked at ${revokedAt.toISOString()}`);
+        return;
+      }
+      case 'list-agent-keys': {
+        for (const key of await listAgentKeys(db, positiveId(args[0]))) console.log(JSON.stringify(key));
         return;
       }
       default:

@@ -2,11 +2,27 @@ import { sql, type Database } from '../../core/db.js';
 import type { Role } from './workspaces.js';
 
 /**
- * What a caller may do to a program or a workspace. Agent keys will carry these names as their
- * scopes (issue 13 may add finer ones here: the permission check needs no other change).
+ * The scopes an agent key (`agt_`, issue 13) may carry: each agent endpoint and MCP tool needs
+ * exactly one. They are permissions like any other, granted only through a key's scopes.
  */
-export const PERMISSIONS = ['tracking:read', 'tracking:write', 'program:write', 'api_key:manage'] as const;
+export const AGENT_SCOPES = [
+  'programs:read',
+  'reports:read',
+  'sales:read',
+  'commissions:read',
+  'partners:read',
+  'clicks:read',
+  'partners:write',
+  'links:write',
+  'test_events:write',
+] as const;
+export type AgentScope = (typeof AGENT_SCOPES)[number];
+
+/** What a caller may do to a program or a workspace. */
+export const PERMISSIONS = ['tracking:read', 'tracking:write', 'program:write', 'api_key:manage', ...AGENT_SCOPES] as const;
 export type Permission = (typeof PERMISSIONS)[number];
+
+export const isAgentScope = (value: string): value is AgentScope => (AGENT_SCOPES as readonly string[]).includes(value);
 
 /** When a program key was marked for rotation, and when it stops working. */
 export interface KeyRotation {

@@ -66,6 +66,17 @@ const q = {
   ),
 };
 
+/** The link a partner shares: the program's domain with ?aff=. */
+export function referralUrl(domain: string, affCode: string): string {
+  try {
+    const url = new URL(/^https?:\/\//.test(domain) ? domain : `https://${domain}`);
+    url.searchParams.set('aff', affCode);
+    return url.toString();
+  } catch {
+    return `https://${domain}/?aff=${encodeURIComponent(affCode)}`;
+  }
+}
+
 export async function getProgram(db: Queryable, programId: number): Promise<ProgramView | undefined> {
   return db.one<ProgramView>(q.view, [programId]);
 }
@@ -107,20 +118,23 @@ export interface CreatedPartner {
 
 const newAffCode = () => randomBytes(6).toString('base64url').replace(/[-_]/g, 'x');
 
+/** The writes of createPartner, inside the caller's transaction (the agent API adds its audit entry to it). */
+export async function insertPartner(tx: Queryable, programId: number, p: NewPartner & { affCode: string }): Promise<CreatedPartner> {
+  const { id: partnerId } = (await tx.one<{ id: number }>(q.partner, [p.name, p.email ?? null]))!;
+  const junction = (await tx.one<{ id: number; partner_id: number; program_id: number; status: string; created_at: Date; updated_at: Date }>(
+    q.junction,
+    [partnerId, programId],
+  ))!;
+  await tx.many(q.link, [p.affCode, programId, partnerId, junction.id]);
+  await appendEvents(tx, [partnerProgramChanged(junction)]);
+  return { partnerId, partnerProgramId: junction.id, affCode: p.affCode, status: junction.status };
+}
+
 /** A partner with an approved partner-program record and one referral link. */
 export async function createPartner(db: Database, programId: number, p: NewPartner): Promise<CreatedPartner> {
   const affCode = p.affCode ?? newAffCode();
   try {
-    return await db.transaction(async (tx) => {
-      const { id: partnerId } = (await tx.one<{ id: number }>(q.partner, [p.name, p.email ?? null]))!;
-      const junction = (await tx.one<{ id: number; partner_id: number; program_id: number; status: string; created_at: Date; updated_at: Date }>(
-        q.junction,
-        [partnerId, programId],
-      ))!;
-      await tx.many(q.link, [affCode, programId, partnerId, junction.id]);
-      await appendEvents(tx, [partnerProgramChanged(junction)]);
-      return { partnerId, partnerProgramId: junction.id, affCode, status: junction.status };
-    });
+    return await db.transaction((tx) => insertPartner(tx, programId, { ...p, affCode }));
   } catch (error) {
     if (isUniqueViolation(error, 'referral_links_aff_code_key')) throw refused({ reason: 'aff_code_taken' });
     throw error;

@@ -8,3 +8,4 @@ export const newSessionToken = () => `dsh_${randomBytes(24).toString('base64url'
 
 /** The only form of a key that reads ever show. */
 export const maskSecret = (secret: string) => `${secret.slice(0, 4)}${'*'.repeat(8)}${secret.slice(-4)}`;
+export const newAgentKey = () => `agt_${randomBytes(24).toString('base64url')}`;

@@ -3,7 +3,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { DomainError } from '../domain/errors.js';
 import { ApiError } from './api-error.js';
 import { ERROR_NAMES, M } from './messages.js';
-import { failedAnswer, isSurface, platformCode, refusalAnswer, SURFACES, type Surface } from './surfaces.js';
+import { failedAnswer, isSurface, platformCode, refusalAnswer, SURFACES, type FailureContext, type Surface } from './surfaces.js';
 
 export { ApiError, badRequest, forbidden, notFound, typedError, unauthorized, type ApiErrorOptions } from './api-error.js';
 export type { Surface } from './surfaces.js';
@@ -68,21 +68,31 @@ function render(error: ApiError, surface: Surface) {
   return { data: null, error: body };
 }
 
-/** The one error handler: typed errors to envelopes, 4xx logged as warn, 5xx as error, nothing internal leaked. */
-export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply) {
-  // Only a request that matched no route (a framework error) has no surface.
-  const surface: Surface = request.routeOptions.config.surface ?? 'other';
+/** What a surface answers to an error: the ApiError and the envelope it renders to. */
+export function answerTo(
+  error: unknown,
+  surface: Surface,
+  failure: FailureContext = { requestId: '', body: undefined },
+): { apiError: ApiError; body: ReturnType<typeof render> } {
   let apiError: ApiError;
   if (error instanceof ApiError) apiError = error;
   else if (error instanceof DomainError) apiError = refusalAnswer(surface, error.refusal);
   else if (hasZodFastifySchemaValidationErrors(error)) apiError = fromValidation(error.validation as ValidationIssue[]);
-  else apiError = fromFastify(error as FastifyError) ?? failedAnswer(surface, { requestId: String(request.id), body: request.body });
+  else apiError = fromFastify(error as FastifyError) ?? failedAnswer(surface, failure);
+  return { apiError, body: render(apiError, surface) };
+}
+
+/** The one error handler: typed errors to envelopes, 4xx logged as warn, 5xx as error, nothing internal leaked. */
+export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply) {
+  // Only a request that matched no route (a framework error) has no surface.
+  const surface: Surface = request.routeOptions.config.surface ?? 'other';
+  const { apiError, body } = answerTo(error, surface, { requestId: String(request.id), body: request.body });
 
   if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.warn({ status: apiError.status, reason: apiError.message }, 'request refused');
 
   if (apiError.options.headers) reply.headers(apiError.options.headers);
-  return reply.status(apiError.status).send(render(apiError, surface));
+  return reply.status(apiError.status).send(body);
 }
 
 export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply) {

@@ -166,6 +166,25 @@ export const M = {
     providerUnreachable: 'The sign-in provider cannot be reached right now. Reload this page in a moment.', // ours
   },
   notFound: 'Route not found', // ours
+  agent: {
+    malformed: 'Missing or malformed Authorization header. Expected: Bearer <agent_key>', // ours
+    missing: 'Missing agent API key', // ours
+    invalid: 'Invalid agent API key', // ours
+    programNotFound: 'Program not found', // ours, same words as the status endpoint
+    missingScope: (scope: string) => `This agent key does not have the ${scope} scope`, // ours
+    linkNotFound: 'Referral link not found', // ours, same words as the click's
+    affCodeTaken: 'aff_code is already in use by another partner or program', // ours
+    failed: 'Internal server error', // ours
+    cursor: 'cursor is not valid; pass the next_cursor of a previous page unchanged', // ours
+    limit: 'limit must be an integer from 1 to 100', // ours
+    partnerId: 'partner_id must be a positive integer', // ours
+    time: (name: string) => `${name} must be an ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z`, // ours
+    timeOrder: 'from must be before to', // ours
+    status: (valid: readonly string[]) => `status must be one of: ${valid.join(', ')}`, // ours
+    reference: 'reference must be 1 to 64 letters, digits, dashes, underscores or dots', // ours
+    eventType: (value: string) => `Invalid event_type: ${value}. Valid: click, lead, sale`, // the spec's CLI wording
+    affCodeRequired: 'aff_code is required and must be 3 to 64 letters, digits, dashes or underscores', // ours
+  },
   dashboard: {
     sessionRequired: 'A dashboard session is required', // ours, same words as management
     notMember: 'You are not a member of the workspace that owns this program', // ours, same words as management

@@ -109,6 +109,15 @@ export const SURFACES = {
       new ApiError(500, isChain(body) ? M.cli.chainFailed(requestId) : M.cli.eventFailed(requestId), { details: { request_id: requestId } }),
   },
   cliRetired: platform(M.management.failed),
+  /** GET /js/svc-tracker.js, the browser tracker. */
+  trackerScript: platform(M.management.failed),
+  // Agent API (issue 13): a link is named in the path, so an unknown one is 404 like the program.
+  agent: platform(M.agent.failed, {
+    refusals: {
+      link_not_found: () => notFound(M.agent.linkNotFound),
+      aff_code_taken: () => new ApiError(409, M.agent.affCodeTaken),
+    },
+  }),
   /** Pages, health and unknown routes. */
   other: platform(M.management.failed),
 } satisfies Record<string, SurfaceRules>;

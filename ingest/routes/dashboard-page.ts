@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { extname } from 'node:path';
-import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { sendAsset, staticAsset, type StaticAsset } from '../http/static-asset.js';
 
 export interface DashboardPageOptions {
   /** Where the page's files are; ingest/web by default. */
@@ -47,28 +47,6 @@ const IMMUTABLE = 'public, max-age=31536000, immutable';
 /** The page itself (and an asset asked for under an old version) is revalidated on every load. */
 const REVALIDATE = 'no-cache';
 
-interface Encoded {
-  body: Buffer;
-  etag: string;
-}
-
-interface Asset {
-  type: string;
-  identity: Encoded;
-  br: Encoded;
-  gzip: Encoded;
-}
-
-function encodings(bytes: Buffer, type: string): Asset {
-  const etag = (tag: string, body: Buffer) => ({ body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}${tag}"` });
-  return {
-    type,
-    identity: etag('', bytes),
-    br: etag('-br', brotliCompressSync(bytes, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } })),
-    gzip: etag('-gz', gzipSync(bytes, { level: 9 })),
-  };
-}
-
 /** Reads the page's files once, at start: a handful of small files, served from memory. */
 function loadAssets(webDir: URL) {
   const files = new Map<string, Buffer>();
@@ -83,29 +61,14 @@ function loadAssets(webDir: URL) {
   for (const [name, bytes] of files) hash.update(name).update('\0').update(bytes).update('\0');
   const version = hash.digest('base64url').slice(0, 12);
 
-  const assets = new Map<string, Asset>();
-  for (const [name, bytes] of files) assets.set(name, encodings(bytes, CONTENT_TYPES[extname(name)]!));
-  const html = encodings(Buffer.from(page.toString('utf8').replaceAll('{{version}}', version)), CONTENT_TYPES['.html']!);
+  const assets = new Map<string, StaticAsset>();
+  for (const [name, bytes] of files) assets.set(name, staticAsset(bytes, CONTENT_TYPES[extname(name)]!));
+  const html = staticAsset(Buffer.from(page.toString('utf8').replaceAll('{{version}}', version)), CONTENT_TYPES['.html']!);
   return { version, html, assets };
 }
 
-function pick(asset: Asset, request: FastifyRequest): Encoded {
-  const accepted = String(request.headers['accept-encoding'] ?? '');
-  if (/\bbr\b/.test(accepted)) return asset.br;
-  if (/\bgzip\b/.test(accepted)) return asset.gzip;
-  return asset.identity;
-}
-
-function send(request: FastifyRequest, reply: FastifyReply, asset: Asset, cacheControl: string) {
-  const encoded = pick(asset, request);
-  reply.headers(SECURITY_HEADERS).header('Cache-Control', cacheControl).header('Vary', 'Accept-Encoding').header('ETag', encoded.etag);
-  const match = request.headers['if-none-match'];
-  if (match && match.split(',').some((tag) => tag.trim().replace(/^W\//, '') === encoded.etag)) {
-    return reply.code(304).send();
-  }
-  if (encoded !== asset.identity) reply.header('Content-Encoding', encoded === asset.br ? 'br' : 'gzip');
-  return reply.type(asset.type).send(encoded.body);
-}
+const send = (request: FastifyRequest, reply: FastifyReply, asset: StaticAsset, cacheControl: string) =>
+  sendAsset(request, reply, asset, { ...SECURITY_HEADERS, 'Cache-Control': cacheControl });
 
 /**
  * The brand's dashboard page at /dashboard: static HTML, one small ES module and a stylesheet.

@@ -33,7 +33,7 @@ const dateParam = (name: 'dateFrom' | 'dateTo') =>
     .optional()
     .describe('ISO 8601 date (YYYY-MM-DD, a UTC day) or date-time (its UTC day); send dateFrom and dateTo together');
 
-const PerformanceQuery = z
+export const PerformanceQuery = z
   .strictObject(
     {
       period: z
@@ -56,7 +56,7 @@ const Trend = z.object({
   previous: z.number(),
 });
 
-const PerformanceOk = z.object({
+export const PerformanceOk = z.object({
   data: z.array(
     z.object({
       date: z.string(),

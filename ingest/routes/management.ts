@@ -5,7 +5,7 @@ import { sql, type Database } from '../../core/db.js';
 import { issueProgramKey } from '../domain/api-keys.js';
 import { COMMISSION_TYPES } from '../domain/commissions.js';
 import { canonicalOrigin } from '../domain/origins.js';
-import { createPartner, createProgram, getProgram, setLinkEnabled, updateProgram, type ProgramView } from '../domain/programs.js';
+import { createPartner, createProgram, getProgram, referralUrl, setLinkEnabled, updateProgram, type ProgramView } from '../domain/programs.js';
 import { workspacesOf } from '../domain/workspaces.js';
 import { createAuth } from '../http/auth.js';
 import { badRequest } from '../http/errors.js';
@@ -102,17 +102,6 @@ const programsOfUser = sql(
 const ProgramListItem = z.object({ id: z.number().int(), workspace_id: z.number().int(), name: z.string(), domain: z.string() });
 
 const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 409: PlatformError, 500: PlatformError };
-
-/** The link a partner shares: the program's domain with ?aff=. */
-function referralUrl(domain: string, affCode: string): string {
-  try {
-    const url = new URL(/^https?:\/\//.test(domain) ? domain : `https://${domain}`);
-    url.searchParams.set('aff', affCode);
-    return url.toString();
-  } catch {
-    return `https://${domain}/?aff=${encodeURIComponent(affCode)}`;
-  }
-}
 
 export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fastify, { db }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();

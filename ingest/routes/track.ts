@@ -198,6 +198,26 @@ function allowBrowser(request: FastifyRequest, reply: FastifyReply) {
   if (origin && !request.programKey) reply.header('Access-Control-Allow-Origin', origin).header('Vary', 'Origin');
 }
 
+/**
+ * A refusal (400, 403, 410, 429) is readable by a page on an origin some program allows, so the
+ * browser SDK can report why; an origin no program lists learns nothing, as for the preflight.
+ */
+function exposeBrowserErrors(db: Database) {
+  // Callback style: a successful click passes through without a promise (see the click path in docs/architecture.md).
+  return (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) => {
+    const origin = request.headers.origin;
+    if (reply.statusCode < 400 || !origin || request.programKey || reply.hasHeader('Access-Control-Allow-Origin')) return done(null, payload);
+    originAllowedAnywhere(db, origin).then(
+      (allowed) => {
+        if (allowed) reply.header('Access-Control-Allow-Origin', origin).header('Vary', 'Origin');
+        done(null, payload);
+      },
+      // The answer stands without the header; the page then sees a network error.
+      () => done(null, payload),
+    );
+  };
+}
+
 function saleView(outcome: SaleOutcome) {
   const { sale, commission } = outcome;
   return {
@@ -233,6 +253,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
   const key = (surface: 'click' | 'lead' | 'sale' | 'refund', anonymousAllowed: boolean) =>
     programKeyHook(db, { surface, anonymousAllowed, docsBaseUrl: deps.docsBaseUrl });
   const saleRefundLimit = limit('sale_refund', 120, byKeyOrIp);
+  const browserErrors = exposeBrowserErrors(db);
 
   /** A key and an additional_data.program_id naming another program do not go together. */
   const checkProgramId = (request: FastifyRequest, programId: number | undefined) => {
@@ -262,6 +283,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
       config: { surface: 'click' },
       bodyLimit: BODY_LIMIT,
       onRequest: [limit('click', 60, byIp), key('click', true)],
+      onSend: browserErrors,
       schema: { summary: 'Record a click on a referral link', body: ClickBody, response: { 200: ClickOk, 410: TypedError, ...errors } },
       serializerCompiler: clickSerializers,
     },
@@ -285,6 +307,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
       config: { surface: 'lead' },
       bodyLimit: BODY_LIMIT,
       onRequest: [limit('lead', 30, byIp), key('lead', true)],
+      onSend: browserErrors,
       schema: { summary: 'Record a signup (lead)', body: LeadBody, response: { 200: LeadOk, ...errors } },
     },
     async (request, reply) => {

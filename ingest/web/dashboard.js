@@ -389,7 +389,7 @@ function checklistSteps(status, program) {
       title: 'Track clicks on your site',
       done: status.stepStatuses?.pageview === 'complete',
       detail: testEventsDetail(status.statistics?.pageview, 'click'),
-      next: 'Add the tracker to every page, then open your site through a partner link in test mode. Or record a test click from your server:',
+      next: 'Add the tracker to every page, then open your site through a partner link with &svc_test=1 added (a test click). Or record a test click from your server:',
       code: [
         `<script defer src="${origin}/js/svc-tracker.js" data-svc-program-id="${program.id}"></script>`,
         `curl -X POST ${origin}/api/v1/track/click -H 'content-type: application/json' \\\n  -d '{"affiliate_url":"https://${program.domain}/?aff=<partner code>","additional_data":{"test_mode":true}}'`,

@@ -15,12 +15,13 @@ export function browserTestsRun(): boolean {
   return false;
 }
 
-export async function launchChromium(): Promise<Browser> {
+/** `args`: further Chromium switches, such as --host-resolver-rules. */
+export async function launchChromium(args: string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); CI must run the browser tests`);
   }
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', ...args],
   });
 }

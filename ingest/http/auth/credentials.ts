@@ -1,5 +1,6 @@
 import type { Database } from '../../../core/db.js';
 import type { CredentialKind, Principal } from '../../domain/access.js';
+import { findAgentKey } from '../../domain/agent-keys.js';
 import { findProgramKey } from '../../domain/api-keys.js';
 import { resolveLoginToken } from '../../domain/cli-login.js';
 import { hashSecret } from '../../domain/secrets.js';
@@ -48,7 +49,13 @@ export const CREDENTIALS: { [K in CredentialKind]: Credential<K> | null } = {
       return (await resolveLoginToken(db, token)).outcome === 'unknown-user' ? 'unknownUser' : 'invalid';
     },
   },
-  agentKey: null,
+  agentKey: {
+    read: parseBearer,
+    async resolve(db, token) {
+      const key = await findAgentKey(db, token);
+      return key && { kind: 'agentKey', keyId: String(key.id), workspaceId: key.workspaceId, scopes: key.scopes };
+    },
+  },
 };
 
 export function credentialOf<K extends CredentialKind>(kind: K): Credential<K> {

@@ -130,6 +130,20 @@ export const REQUIREMENTS = {
   // CLI with a program key (status, test-event): `<api_token>` in the malformed-header message,
   // and an invalid key is told how a workspace owner replaces it.
   cliProgramKey: { credential: 'programKey', anonymous: false, refuse: keyAnswers(M.cli.key) },
+  // Agent API (issue 13, ours): only an agt_ key authenticates it, so a program key is 401 like any
+  // unknown token (and an agent key is 401 on every program-key family above: their lookup is by
+  // program-key hash only). A program of another workspace is 404 exactly like an unknown one, so
+  // ids cannot be probed; a known program without the scope is 403 naming the scope.
+  agent: {
+    credential: 'agentKey',
+    anonymous: false,
+    refuse: {
+      ...keyAnswers(M.agent),
+      unknownProgram: answer(404, M.agent.programNotFound),
+      notMember: answer(404, M.agent.programNotFound),
+      missingPermission: (permission) => answer(403, M.agent.missingScope(permission)),
+    },
+  },
 } as const satisfies Record<string, Requirement>;
 
 export type Family = keyof typeof REQUIREMENTS;

@@ -1,0 +1,68 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Database } from '../../core/db.js';
+import type { Warehouse } from '../../core/warehouse.js';
+import { createAuth, presentedKeyId } from '../http/auth.js';
+import { PlatformError, TypedError } from '../http/schemas.js';
+import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
+import { mcpRoutes } from './agent/mcp.js';
+import { operationContext } from './agent/context.js';
+import { OPERATIONS, type OperationInput } from './agent/operations.js';
+
+export interface AgentDeps {
+  db: Database;
+  warehouse?: Warehouse;
+  rateLimits: RateLimitStore;
+  clock: () => number;
+}
+
+/** Requests a minute per agent key, HTTP routes and MCP calls together (ours; the spec gives none). */
+export const AGENT_RATE_LIMIT = 120;
+
+const security = [{ agentKey: [] }];
+const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 409: PlatformError, 429: TypedError, 500: PlatformError };
+
+/**
+ * The agent API under /api/agent/v1 (issue 13): one HTTP route per operation of
+ * ./agent/operations.ts, and the MCP server at /mcp serving the same operations as tools. Only an
+ * agent key (`agt_`) authenticates; every call counts against the key's rate limit.
+ */
+export const agentRoutes: FastifyPluginAsync<AgentDeps> = async (fastify, deps) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const auth = createAuth({ db: deps.db });
+  const limit = rateLimitHook(
+    deps.rateLimits,
+    { bucket: 'agent', limit: AGENT_RATE_LIMIT, keyOf: (request) => presentedKeyId(request) ?? request.ip },
+    fastify.log,
+    deps.clock,
+  );
+  // Rate limit first: a refused request reaches neither the key lookup nor the endpoint.
+  const onRequest = [limit, auth.authenticate('agent')];
+
+  for (const op of OPERATIONS) {
+    app.route({
+      method: op.method,
+      url: op.path,
+      config: { surface: 'agent' },
+      onRequest,
+      schema: {
+        summary: op.summary,
+        description: `Scope: \`${op.scope}\`. MCP tool: \`${op.name}\`.`,
+        tags: ['agent'],
+        security,
+        ...(op.params && { params: op.params }),
+        ...(op.query && { querystring: op.query }),
+        ...(op.body && { body: op.body }),
+        response: { 200: op.response, ...errors },
+      },
+      async handler(request) {
+        const input = { params: request.params ?? {}, query: request.query ?? {}, body: request.body ?? {} } as OperationInput<Record<string, unknown>, Record<string, unknown>, Record<string, unknown>>;
+        const programId = input.params.programId as number | undefined;
+        const ctx = await operationContext(auth, deps, request, op, programId);
+        return op.run(ctx, input);
+      },
+    });
+  }
+
+  await mcpRoutes(app, { ...deps, auth, onRequest });
+};
