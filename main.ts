@@ -15,13 +15,16 @@ import { openWarehouse, type Warehouse } from './core/warehouse.js';
 import { buildApp } from './ingest/app.js';
 import { ensureDemo, type DemoCredentials } from './ingest/demo.js';
 import { memoryRateLimitStore, redisRateLimitStore } from './ingest/http/rate-limit.js';
+import { startEmbeddedProvider, type EmbeddedProvider } from './ingest/oidc/embedded-provider.js';
+import { createIdentityVerifier } from './ingest/oidc/verifier.js';
+import { LOGIN_PAGE_PATH, type CliIdentity } from './ingest/routes/cli.js';
 import { createAvroCodec } from './pipeline/avro/codec.js';
 import { startEmbeddedPipeline } from './pipeline/embedded-pipeline.js';
 import { createPipelineMetrics, serveMetrics, startMetricsLog } from './pipeline/metrics.js';
 import { startLoaderService, startRelayService, type RunningService } from './pipeline/services.js';
 
 function banner(url: string, mode: string, demo: DemoCredentials | undefined): string {
-  const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`];
+  const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`, `  CLI: SVC_BASE_URL=${url} svc login`];
   if (demo) {
     lines.push(
       `  demo program id:      ${demo.programId}`,
@@ -82,9 +85,32 @@ async function main() {
   const services: RunningService[] = [];
 
   const rateLimits = config.rateLimit.kind === 'redis' ? await redisRateLimitStore(config.rateLimit.url) : memoryRateLimitStore();
+  // The CLI login's OpenID provider: the configured one, or a real one in this process (offline start).
+  const { identity } = config;
+  let embeddedProvider: EmbeddedProvider | undefined;
+  let cliIdentity: CliIdentity | undefined;
+  let serviceUrl: string | undefined = config.http.publicBaseUrl;
+  if (config.roles.has('ingest') && db) {
+    const { provider } = identity;
+    if (provider.kind === 'embedded') {
+      embeddedProvider = await startEmbeddedProvider({
+        host: provider.host,
+        port: provider.port,
+        fallbackToFreePort: !provider.portGiven,
+        clientId: identity.clientId,
+      });
+    }
+    const issuer = provider.kind === 'external' ? provider.issuer : embeddedProvider?.issuer;
+    if (issuer) {
+      const verifier = createIdentityVerifier({ issuer, clientId: identity.clientId, audience: identity.audience, algorithms: identity.algorithms });
+      cliIdentity = { verifier, baseUrl: () => serviceUrl };
+    } else {
+      logger.warn('no OIDC_ISSUER: `svc login` is unavailable on this ingest process (set OIDC_ISSUER, or OIDC_EMBEDDED_PORT for a test provider)');
+    }
+  }
   const app =
     config.roles.has('ingest') && db
-      ? await buildApp({ db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse })
+      ? await buildApp({ db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse, cliIdentity })
       : undefined;
 
   // Relay and loader figures: on /metrics when METRICS_PORT is set, and in the logs every minute.
@@ -119,6 +145,7 @@ async function main() {
     logger.info({ signal }, 'shutting down');
     try {
       await app?.close();
+      await embeddedProvider?.close();
       for (const service of services) await service.stop();
       stopMetricsLog();
       await metricsServer?.close();
@@ -144,6 +171,11 @@ async function main() {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.http.port;
   const url = config.http.publicBaseUrl ?? `http://${config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host}:${port}`;
+  serviceUrl = url;
+  if (embeddedProvider) {
+    await embeddedProvider.attach(new URL(LOGIN_PAGE_PATH, url).toString());
+    logger.info({ issuer: embeddedProvider.issuer }, 'embedded OpenID provider for svc login started');
+  }
   const demo = config.database.kind === 'pglite' && config.seedDemo ? await ensureDemo(db, config.dataDir, new URL(url).origin) : undefined;
   process.stdout.write(banner(url, describeMode(config), demo));
 }

@@ -35,6 +35,17 @@ const EnvSchema = z.object({
     .transform((v) => v === 'true'),
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(2_000),
   DOCS_BASE_URL: z.url().default('https://docs.affiliate-tracking.dev'),
+  // CLI browser login (issue 16). Without OIDC_ISSUER the service runs its own OpenID provider
+  // in-process (the demo account), on OIDC_EMBEDDED_PORT or PORT+1.
+  OIDC_ISSUER: z.url().optional(),
+  OIDC_CLIENT_ID: z.string().min(1).default('svc-cli'),
+  OIDC_AUDIENCE: z.string().min(1).optional(),
+  OIDC_ALGORITHMS: z
+    .string()
+    .default('RS256,ES256')
+    .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])).min(1)),
+  OIDC_EMBEDDED_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   SQL_HOST: z.string().default('127.0.0.1'),
   SQL_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   SQL_MAX_EXECUTION_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
@@ -56,6 +67,21 @@ export interface HttpConfig {
   port: number;
   trustProxy: boolean;
   publicBaseUrl: string | undefined;
+}
+
+/** Who signs people in for `svc login`: an external OpenID provider, or the embedded one. */
+export interface IdentityConfig {
+  clientId: string;
+  /** The id_token's required `aud`; the client id unless set. */
+  audience: string;
+  /** The only signing algorithms an id_token may use. */
+  algorithms: string[];
+  provider:
+    | { kind: 'external'; issuer: string }
+    /** portGiven: OIDC_EMBEDDED_PORT was set, so a taken port fails the start instead of moving. */
+    | { kind: 'embedded'; host: string; port: number; portGiven: boolean }
+    /** Distributed mode without OIDC_ISSUER: the CLI login answers 500 until one is configured. */
+    | { kind: 'none' };
 }
 
 export interface TrackingConfig {
@@ -110,6 +136,7 @@ export interface Config {
   database: DatabaseConfig;
   rateLimit: RateLimitConfig;
   tracking: TrackingConfig;
+  identity: IdentityConfig;
   pipeline: PipelineConfig;
   /** What this process runs: all three in the embedded mode, one each in the distributed mode. */
   roles: ReadonlySet<ServiceRole>;
@@ -189,6 +216,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg` },
     rateLimit: e.REDIS_URL ? { kind: 'redis', url: e.REDIS_URL } : { kind: 'memory' },
     tracking: { platformFeeBps: e.PLATFORM_FEE_BPS, docsBaseUrl: e.DOCS_BASE_URL },
+    identity: {
+      clientId: e.OIDC_CLIENT_ID,
+      audience: e.OIDC_AUDIENCE ?? e.OIDC_CLIENT_ID,
+      algorithms: e.OIDC_ALGORITHMS,
+      // The in-process provider belongs to the embedded start (or where a port is given for it):
+      // ingest processes behind a load balancer name a real provider.
+      provider: e.OIDC_ISSUER
+        ? { kind: 'external', issuer: e.OIDC_ISSUER }
+        : !e.DATABASE_URL || e.OIDC_EMBEDDED_PORT !== undefined
+          ? {
+              kind: 'embedded',
+              host: e.HOST,
+              port: e.OIDC_EMBEDDED_PORT ?? (e.PORT === 0 || e.PORT === 65535 ? 0 : e.PORT + 1),
+              portGiven: e.OIDC_EMBEDDED_PORT !== undefined,
+            }
+          : { kind: 'none' },
+    },
     pipeline: roles.has('relay') && roles.has('loader') && !brokers.length ? { kind: 'embedded', warehouse } : { kind: 'off' },
   };
 }

@@ -10,6 +10,8 @@ import { rotationWarnings } from './http/auth.js';
 import { errorHandler, registerErrorHandling } from './http/errors.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { lazyRequestLoggers } from './http/request-log.js';
+import { cliLoginPageRoutes } from './routes/cli-login-page.js';
+import { cliRoutes, type CliIdentity } from './routes/cli.js';
 import { agentRoutes } from './routes/agent.js';
 import { dashboardPageRoutes } from './routes/dashboard-page.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -28,6 +30,8 @@ export interface AppDeps {
   clock?: () => number;
   /** The warehouse behind the dashboard's performance figures; without it that route answers 500. */
   warehouse?: Warehouse;
+  /** The OpenID provider of the CLI's browser login; without it the login endpoints answer 500. */
+  cliIdentity?: CliIdentity;
 }
 
 const MANAGEMENT_BODY_LIMIT = 64 * 1024;
@@ -90,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         securitySchemes: {
           programKey: { type: 'http', scheme: 'bearer', description: 'Program API key (aff_...)' },
           dashboardSession: { type: 'http', scheme: 'bearer', description: 'Dashboard session token' },
+          accountToken: { type: 'http', scheme: 'bearer', description: 'Account login token from `svc login` (CLI init and programs)' },
           agentKey: { type: 'http', scheme: 'bearer', description: 'Agent API key (agt_...), issued by `npm run ops -- issue-agent-key`' },
         },
       },
@@ -104,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (scope) => {
       scope.register(trackRoutes, { prefix: '/track', db, rateLimits, clock, platformFeeBps, docsBaseUrl });
       scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, clock, docsBaseUrl });
+      scope.register(cliRoutes, { prefix: '/cli', db, rateLimits, clock, docsBaseUrl, platformFeeBps, identity: deps.cliIdentity });
     },
     { prefix: '/api/v1' },
   );
@@ -112,6 +118,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse: deps.warehouse, rateLimits, clock });
 
   await app.register(dashboardPageRoutes);
+  await app.register(cliLoginPageRoutes, { db, identity: deps.cliIdentity });
   await app.register(trackerScriptRoutes);
   app.get('/openapi.json', { config: { surface: 'other' }, schema: { hide: true } }, async () => app.swagger());
   app.get('/healthz', { config: { surface: 'other' }, schema: { hide: true } }, async () => ({ ok: true }));

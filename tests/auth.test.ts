@@ -61,8 +61,9 @@ describe('credentials', () => {
     expect(parseSessionHeader('Bearer  dsh_x ')).toEqual({ kind: 'token', token: 'dsh_x' });
   });
 
-  it('credentials not built yet cannot be required: the app fails at start-up, not at run time', () => {
-    expect(CREDENTIALS.account).toBeNull();
+  it('every credential of the spec is resolved (a null entry would fail at start-up)', () => {
+    expect(CREDENTIALS.account).not.toBeNull();
+    expect(CREDENTIALS.agentKey).not.toBeNull();
     expect(() => credentialOf('session')).not.toThrow();
   });
 
@@ -88,6 +89,10 @@ const SPEC_STATUS: Record<Family, Record<string, number>> = {
   // Status: 401 without a session, 404 for an unknown program, 403 without tracking:read.
   status: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 404, notMember: 403, missingPermission: 403 },
   management: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 403, notMember: 403, missingPermission: 403 },
+  // CLI: account-token 401s (log in again), 403 for an advertiser_id not the account's; program-key 401s.
+  cliInit: { malformed: 401, missing: 401, invalid: 401, unknownUser: 401, notMember: 403, missingPermission: 403, noWorkspace: 403 },
+  cliPrograms: { malformed: 401, missing: 401, invalid: 401, unknownUser: 401 },
+  cliProgramKey: { malformed: 401, missing: 401, invalid: 401 },
   // Agent API (issue 13): 401 without an agent key, 404 for another workspace's or an unknown program, 403 without the scope.
   agent: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 404, notMember: 404, missingPermission: 403 },
 };
@@ -115,6 +120,9 @@ describe('the requirement table', () => {
       performance: ['session', false],
       status: ['session', false],
       management: ['session', false],
+      cliInit: ['account', false],
+      cliPrograms: ['account', false],
+      cliProgramKey: ['programKey', false],
       agent: ['agentKey', false],
     });
   });

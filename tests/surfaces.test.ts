@@ -35,7 +35,7 @@ describe('surface registry', () => {
 
   it('every surface has a 500 answer that shows nothing internal', () => {
     for (const surface of Object.keys(SURFACES) as Surface[]) {
-      const failed = SURFACES[surface].failed();
+      const failed = SURFACES[surface].failed({ requestId: 'req-1', body: {} });
       expect(failed.status).toBe(500);
       expect(failed.message).not.toMatch(/Error:|at /);
     }

@@ -1,4 +1,5 @@
 import { sql, type Database } from '../../core/db.js';
+import { paymentsStep } from './payment-step.js';
 import type { PaymentTrackingMode } from './programs.js';
 
 /** The status endpoint counts test events up to this many per step (spec "Limits"). */
@@ -70,14 +71,9 @@ export async function integrationFacts(db: Database, programId: number): Promise
   };
 }
 
-/** A processor connection does not exist yet (no Connect flow): every program reports this raw status. */
-export const PROCESSOR_NOT_CONNECTED = 'not_connected';
-
-/** The body of GET /api/tracking/status/:programId. */
+/** The body of GET /api/tracking/status/:programId (and of the CLI's GET /status). */
 export function integrationStatus(programId: number, facts: IntegrationFacts, now: Date) {
-  const processorConnectionStatus: string = PROCESSOR_NOT_CONNECTED;
-  const isProcessorConnected = processorConnectionStatus === 'connected';
-  const paymentsComplete = isProcessorConnected || facts.paymentTrackingMode === 's2s';
+  const payments = paymentsStep(facts.paymentTrackingMode, null);
   const statistics = (s: TestEventSummary) => ({
     testEventCount: Math.min(s.count, TEST_EVENT_COUNT_CAP),
     hasTestEvents: s.count > 0,
@@ -93,22 +89,12 @@ export function integrationStatus(programId: number, facts: IntegrationFacts, no
     stepStatuses: {
       pageview: step(facts.pageview.count > 0),
       referrals: step(facts.referrals.count > 0),
-      payments: step(paymentsComplete),
+      payments: step(payments.complete),
     },
     statistics: {
       pageview: statistics(facts.pageview),
       referrals: statistics(facts.referrals),
-      payments: {
-        paymentTrackingMode: facts.paymentTrackingMode,
-        methodReady: paymentsComplete,
-        processorConnectionStatus,
-        isProcessorConnected,
-        processorAccountId: null,
-        chargesEnabled: false,
-        payoutsEnabled: false,
-        detailsSubmitted: false,
-        connectionDate: null,
-      },
+      payments: payments.statistics,
     },
     hasPartners: facts.hasPartners,
     lastUpdated: now.toISOString(),

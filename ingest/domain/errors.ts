@@ -21,7 +21,15 @@ export type Refusal =
   | { reason: 'outside_window' }
   | { reason: 'partner_required' }
   | { reason: 'commission_failed' }
-  | { reason: 'sale_not_found' };
+  | { reason: 'sale_not_found' }
+  // CLI browser login (issue 16)
+  | { reason: 'login_session_not_found' }
+  | { reason: 'login_session_expired' }
+  | { reason: 'login_session_consumed' }
+  | { reason: 'id_token_invalid'; detail: string }
+  | { reason: 'account_suspended' }
+  // CLI synthetic events (issue 16): the 10-chains-per-program-per-hour cap
+  | { reason: 'chain_rate_limited'; retryAfterSeconds: number };
 
 export type RefusalReason = Refusal['reason'];
 

@@ -3,7 +3,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { DomainError } from '../domain/errors.js';
 import { ApiError } from './api-error.js';
 import { ERROR_NAMES, M } from './messages.js';
-import { failedAnswer, isSurface, platformCode, refusalAnswer, SURFACES, type Surface } from './surfaces.js';
+import { failedAnswer, isSurface, platformCode, refusalAnswer, SURFACES, type FailureContext, type Surface } from './surfaces.js';
 
 export { ApiError, badRequest, forbidden, notFound, typedError, unauthorized, type ApiErrorOptions } from './api-error.js';
 export type { Surface } from './surfaces.js';
@@ -69,12 +69,16 @@ function render(error: ApiError, surface: Surface) {
 }
 
 /** What a surface answers to an error: the ApiError and the envelope it renders to. */
-export function answerTo(error: unknown, surface: Surface): { apiError: ApiError; body: ReturnType<typeof render> } {
+export function answerTo(
+  error: unknown,
+  surface: Surface,
+  failure: FailureContext = { requestId: '', body: undefined },
+): { apiError: ApiError; body: ReturnType<typeof render> } {
   let apiError: ApiError;
   if (error instanceof ApiError) apiError = error;
   else if (error instanceof DomainError) apiError = refusalAnswer(surface, error.refusal);
   else if (hasZodFastifySchemaValidationErrors(error)) apiError = fromValidation(error.validation as ValidationIssue[]);
-  else apiError = fromFastify(error as FastifyError) ?? failedAnswer(surface);
+  else apiError = fromFastify(error as FastifyError) ?? failedAnswer(surface, failure);
   return { apiError, body: render(apiError, surface) };
 }
 
@@ -82,7 +86,7 @@ export function answerTo(error: unknown, surface: Surface): { apiError: ApiError
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply) {
   // Only a request that matched no route (a framework error) has no surface.
   const surface: Surface = request.routeOptions.config.surface ?? 'other';
-  const { apiError, body } = answerTo(error, surface);
+  const { apiError, body } = answerTo(error, surface, { requestId: String(request.id), body: request.body });
 
   if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.warn({ status: apiError.status, reason: apiError.message }, 'request refused');

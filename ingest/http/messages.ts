@@ -118,6 +118,53 @@ export const M = {
     linkCode: 'affCode must be a referral link code of 1 to 64 characters', // ours
     enabled: 'enabled is required and must be a boolean', // ours
   },
+  /** The spec's "CLI error messages"; "ours" where it gives only the sense (docs/decisions.md "CLI (issue 16)"). */
+  cli: {
+    startFailed: (requestId: string) => `Failed to start auth session (request_id: ${requestId})`,
+    callbackMissing: 'Missing required fields: state, id_token',
+    callbackNotFound: 'Session not found or already used',
+    sessionExpired: 'Session expired',
+    suspended: 'Your account has been suspended.',
+    suspendedCode: 'ACCOUNT_BLOCKED',
+    idTokenInvalid: (detail: string) => `Invalid id_token: ${detail}`, // ours
+    callbackFailed: (requestId: string) => `Auth callback failed (request_id: ${requestId})`,
+    pollMissingState: 'Missing state parameter',
+    pollNotFound: 'Session not found',
+    pollConsumed: 'Session already consumed',
+    pollFailed: (requestId: string) => `Failed to poll auth session (request_id: ${requestId})`,
+    // Account login token (init, programs): each 401 tells the caller to log in again.
+    account: {
+      malformed: 'Missing or malformed Authorization header. Run `svc login` to log in again.', // ours
+      invalid: 'Invalid or expired login token. Run `svc login` to log in again.', // ours
+      userNotFound: 'User not found. Run `svc login` to log in again.', // ours (init)
+      programsUserNotFound: 'User not found',
+    },
+    noAdvertiser:
+      'No advertiser account is linked to this login. Ask a workspace owner to invite you, then run `svc login` again.', // ours
+    advertiserMismatch: 'advertiser_id does not match the authenticated account',
+    advertiserId: 'advertiser_id must be a positive integer', // ours
+    advertiserRequired: 'advertiser_id is required when your account belongs to several advertisers', // ours
+    initFailed: (requestId: string) => `Failed to create program (request_id: ${requestId})`,
+    programsFailed: (requestId: string) => `Failed to list programs (request_id: ${requestId})`,
+    statusFailed: (requestId: string) => `Failed to get status (request_id: ${requestId})`,
+    // Program key (status, test-event).
+    key: {
+      malformed: 'Missing or malformed Authorization header. Expected: Bearer <api_token>',
+      missing: 'Missing API token',
+      invalid:
+        'Invalid API key. It may have been regenerated: a workspace owner can regenerate the key in the dashboard program settings and give you the new one.', // ours beyond "Invalid API key"
+    },
+    eventType: (value: string) => `Invalid event_type: ${value}. Valid: click, lead, sale`,
+    chainType: (value: string) => `Invalid type: ${value}. Valid: chain`, // ours
+    eventAndChain: 'Send either event_type or type: chain, not both', // ours
+    chainRateLimited: 'Too many synthetic chains (max 10/program/hour).',
+    chainFailed: (requestId: string) => `Failed to run synthetic chain (request_id: ${requestId})`,
+    eventFailed: (requestId: string) => `Failed to process test event (request_id: ${requestId})`,
+    processorConnectGone:
+      'This endpoint is retired. Connect the payment processor from the dashboard: program settings, payments.', // ours
+    loginPageGone: 'This login link has expired or was already used. Run `svc login` again.', // ours
+    providerUnreachable: 'The sign-in provider cannot be reached right now. Reload this page in a moment.', // ours
+  },
   notFound: 'Route not found', // ours
   agent: {
     malformed: 'Missing or malformed Authorization header. Expected: Bearer <agent_key>', // ours

@@ -4,10 +4,16 @@ import { M, SALE_CODE_BY_STATUS } from './messages.js';
 
 type RefusalAnswers = { [R in RefusalReason]: (refusal: Extract<Refusal, { reason: R }>) => ApiError };
 
+/** What is known of a request that failed unexpectedly. */
+export interface FailureContext {
+  requestId: string;
+  body: unknown;
+}
+
 /** What an API surface answers differently from the others. */
 interface SurfaceRules {
   /** The answer when something unexpected fails (nothing internal is shown). */
-  failed: () => ApiError;
+  failed: (context: FailureContext) => ApiError;
   /** Platform envelope: the error.code of each status, where the spec gives every error one. */
   codeByStatus?: Readonly<Record<number, string>>;
   /** Domain refusals this surface words otherwise than the usual answer below. */
@@ -37,7 +43,28 @@ const USUAL: RefusalAnswers = {
   partner_required: () => badRequest(M.sale.partnerIdRequired, 'no_attribution'),
   commission_failed: () => new ApiError(500, M.sale.commissionFailed),
   sale_not_found: () => notFound(M.refund.saleNotFound),
+  login_session_not_found: () => notFound(M.cli.pollNotFound),
+  login_session_expired: () => badRequest(M.cli.sessionExpired),
+  login_session_consumed: () => badRequest(M.cli.pollConsumed),
+  id_token_invalid: (r) => badRequest(M.cli.idTokenInvalid(r.detail)),
+  account_suspended: () => new ApiError(403, M.cli.suspended, { details: { code: M.cli.suspendedCode } }),
+  chain_rate_limited: (r) =>
+    new ApiError(429, M.cli.chainRateLimited, {
+      envelope: 'typed',
+      code: 'rate_limited',
+      extra: { status: 429, retry_after_seconds: r.retryAfterSeconds },
+      headers: { 'Retry-After': String(r.retryAfterSeconds) },
+    }),
 };
+
+/** A CLI surface: its 500 carries the request id at the end of the message and in error.details.request_id. */
+const cli = (failed: (requestId: string) => string, rules: Partial<SurfaceRules> = {}): SurfaceRules => ({
+  failed: ({ requestId }) => new ApiError(500, failed(requestId), { details: { request_id: requestId } }),
+  ...rules,
+});
+/** The test-event body asks for the chain: as sent (`type`), or as validated (`mode`, routes/cli.ts). */
+const isChain = (body: unknown) =>
+  typeof body === 'object' && body !== null && ((body as { type?: unknown }).type === 'chain' || (body as { mode?: unknown }).mode === 'chain');
 
 /** A surface answering in the platform envelope. (Credential refusals are auth/requirements.ts's.) */
 const platform = (failed: string, rules: Partial<SurfaceRules> = {}): SurfaceRules => ({
@@ -70,6 +97,18 @@ export const SURFACES = {
   }),
   performance: platform(M.dashboard.performanceFailed),
   status: platform(M.dashboard.statusFailed),
+  // CLI endpoints under /api/v1/cli/ (issue 16).
+  cliAuthStart: cli(M.cli.startFailed),
+  cliAuthCallback: cli(M.cli.callbackFailed, { refusals: { login_session_not_found: () => notFound(M.cli.callbackNotFound) } }),
+  cliAuthPoll: cli(M.cli.pollFailed),
+  cliInit: cli(M.cli.initFailed),
+  cliPrograms: cli(M.cli.programsFailed),
+  cliStatus: cli(M.cli.statusFailed),
+  cliTestEvent: {
+    failed: ({ requestId, body }) =>
+      new ApiError(500, isChain(body) ? M.cli.chainFailed(requestId) : M.cli.eventFailed(requestId), { details: { request_id: requestId } }),
+  },
+  cliRetired: platform(M.management.failed),
   /** GET /js/svc-tracker.js, the browser tracker. */
   trackerScript: platform(M.management.failed),
   // Agent API (issue 13): a link is named in the path, so an unknown one is 404 like the program.
@@ -95,7 +134,7 @@ export function refusalAnswer(surface: Surface, refusal: Refusal): ApiError {
   return answer(refusal);
 }
 
-export const failedAnswer = (surface: Surface): ApiError => SURFACES[surface].failed();
+export const failedAnswer = (surface: Surface, context: FailureContext): ApiError => SURFACES[surface].failed(context);
 
 /** The error.code the platform envelope of this surface carries for a status, if any. */
 export const platformCode = (surface: Surface, status: number): string | undefined => {

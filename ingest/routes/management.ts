@@ -18,10 +18,10 @@ export interface ManagementDeps {
 
 const { missingFields: MISSING, commissionRate: RATE, attributionWindow: WINDOW, workspaceId: WORKSPACE, allowedOrigins: ORIGINS } = M.management;
 
-const commissionType = z.enum(COMMISSION_TYPES as ['percent', 'fixed', 'recurring_percent', 'recurring_fixed'], {
+export const commissionType = z.enum(COMMISSION_TYPES as ['percent', 'fixed', 'recurring_percent', 'recurring_fixed'], {
   error: (issue) => (issue.input === undefined ? MISSING : M.management.commissionType(echo(issue.input, 40), COMMISSION_TYPES)),
 });
-const commissionRate = z
+export const commissionRate = z
   .number({ error: (issue) => (issue.input === undefined ? MISSING : RATE) })
   .min(0.0001, RATE) // stored with 4 decimals: anything smaller would round to 0
   .max(1_000_000, M.management.commissionRateMax);
@@ -43,7 +43,7 @@ const settings = {
     .optional(),
 };
 
-const requiredText = (max: number, name: string) =>
+export const requiredText = (max: number, name: string) =>
   z
     .string({ error: (issue) => (issue.input === undefined ? MISSING : M.management.text(name, max)) })
     .pipe(text(max, M.management.text(name, max)));
@@ -75,7 +75,7 @@ const CreatePartnerBody = body({
 const LinkParams = programIdParam.extend({ affCode: text(64, M.management.linkCode) });
 const LinkBody = body({ enabled: z.boolean({ error: M.management.enabled }) });
 
-const Program = z.object({
+export const Program = z.object({
   id: z.number().int(),
   workspace_id: z.number().int(),
   name: z.string(),
@@ -91,7 +91,7 @@ const Program = z.object({
   updated_at: z.string(),
 });
 
-const programView = (p: ProgramView) => ({ ...p, created_at: p.created_at.toISOString(), updated_at: p.updated_at.toISOString() });
+export const programView = (p: ProgramView) => ({ ...p, created_at: p.created_at.toISOString(), updated_at: p.updated_at.toISOString() });
 
 /** What a dashboard shows to pick a program: every program of every workspace the user belongs to. */
 const programsOfUser = sql(

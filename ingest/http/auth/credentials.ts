@@ -2,6 +2,7 @@ import type { Database } from '../../../core/db.js';
 import type { CredentialKind, Principal } from '../../domain/access.js';
 import { findAgentKey } from '../../domain/agent-keys.js';
 import { findProgramKey } from '../../domain/api-keys.js';
+import { resolveLoginToken } from '../../domain/cli-login.js';
 import { hashSecret } from '../../domain/secrets.js';
 import { sessionUserId } from '../../domain/workspaces.js';
 import { parseBearer, parseSessionHeader, type PresentedCredential } from './bearer.js';
@@ -13,6 +14,8 @@ export interface Credential<K extends CredentialKind> {
   read(header: string | undefined): PresentedCredential;
   /** Undefined when the token matches nothing usable. One indexed lookup. */
   resolve(db: Database, token: string): Promise<PrincipalOf<K> | undefined>;
+  /** Only after resolve found nothing: why, when the credential tells more than "invalid". */
+  whyRefused?(db: Database, token: string): Promise<'invalid' | 'unknownUser'>;
 }
 
 /**
@@ -36,7 +39,16 @@ export const CREDENTIALS: { [K in CredentialKind]: Credential<K> | null } = {
       return userId === undefined ? undefined : { kind: 'session', userId };
     },
   },
-  account: null,
+  account: {
+    read: parseBearer,
+    async resolve(db, token) {
+      const found = await resolveLoginToken(db, token);
+      return found.outcome === 'valid' ? { kind: 'account', userId: found.userId } : undefined;
+    },
+    async whyRefused(db, token) {
+      return (await resolveLoginToken(db, token)).outcome === 'unknown-user' ? 'unknownUser' : 'invalid';
+    },
+  },
   agentKey: {
     read: parseBearer,
     async resolve(db, token) {

@@ -4,7 +4,7 @@ import { authorizeProgram, authorizeWorkspace, type AuthorizedProgram, type Perm
 import { credentialOf } from './credentials.js';
 import { programKeyHook } from './program-key.js';
 import { refusal } from './refusal.js';
-import { REQUIREMENTS, type AccessAnswers, type Family, type GuardedFamily, type ProgramKeyFamily } from './requirements.js';
+import { REQUIREMENTS, type AccessAnswers, type Answer, type CredentialAnswers, type Family, type GuardedFamily, type ProgramKeyFamily } from './requirements.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -44,7 +44,11 @@ export function createAuth({ db, docsBaseUrl }: AuthDeps) {
         throw refusal(presented.kind === 'empty' ? refuse.missing : refuse.malformed);
       }
       const principal = await credential.resolve(db, presented.token);
-      if (!principal) throw refusal(refuse.invalid);
+      if (!principal) {
+        const why = (await credential.whyRefused?.(db, presented.token)) ?? 'invalid';
+        const refuseUnknown: CredentialAnswers = refuse;
+        throw refusal(why === 'unknownUser' && refuseUnknown.unknownUser ? refuseUnknown.unknownUser : refuse.invalid);
+      }
       request.principal = principal;
     };
   }
@@ -90,7 +94,16 @@ export function createAuth({ db, docsBaseUrl }: AuthDeps) {
     return permission === undefined ? { onRequest } : { onRequest, preHandler: authorize(family as GuardedFamily, permission) };
   }
 
-  return { authenticate, authorize, require, checkProgram, checkWorkspace };
+  /** The family's refusal for an account with no workspace to act in. */
+  function noWorkspace(family: GuardedFamily): ApiErrorLike {
+    const answers = REQUIREMENTS[family].refuse as { noWorkspace?: Answer };
+    if (!answers.noWorkspace) throw new Error(`${family} has no answer for an account without a workspace`);
+    return refusal(answers.noWorkspace);
+  }
+
+  return { authenticate, authorize, require, checkProgram, checkWorkspace, noWorkspace };
 }
+
+type ApiErrorLike = ReturnType<typeof refusal>;
 
 export type Auth = ReturnType<typeof createAuth>;

@@ -16,6 +16,8 @@ export interface CredentialAnswers {
   missing: Answer;
   /** The token matches nothing (wrong, replaced, expired). */
   invalid: Answer;
+  /** The token is valid but its user no longer exists (account login tokens); `invalid` when absent. */
+  unknownUser?: Answer;
 }
 
 /** Why a known principal is refused a program or workspace. */
@@ -29,7 +31,10 @@ export interface Requirement {
   credential: CredentialKind;
   /** No credential at all is an anonymous call (click, browser-mode lead), not a refusal. */
   anonymous: boolean;
-  refuse: CredentialAnswers & Partial<AccessAnswers>;
+  refuse: CredentialAnswers & Partial<AccessAnswers> & {
+    /** The account belongs to no workspace it could act in (CLI `init`). */
+    noWorkspace?: Answer;
+  };
 }
 
 const answer = (status: Answer['status'], message: string, code?: string): Answer => (code ? { status, message, code } : { status, message });
@@ -38,6 +43,18 @@ const keyAnswers = (m: { malformed: string; missing: string; invalid: string }):
   malformed: answer(401, m.malformed),
   missing: answer(401, m.missing),
   invalid: answer(401, m.invalid),
+});
+
+const accountAnswers = (userNotFound: string): CredentialAnswers => ({
+  malformed: answer(401, M.cli.account.malformed),
+  missing: answer(401, M.cli.account.malformed),
+  invalid: answer(401, M.cli.account.invalid),
+  unknownUser: answer(401, userNotFound),
+});
+const same403 = (message: string): AccessAnswers => ({
+  unknownProgram: answer(403, message),
+  notMember: answer(403, message),
+  missingPermission: () => answer(403, message),
 });
 
 /**
@@ -97,6 +114,22 @@ export const REQUIREMENTS = {
       missingPermission: () => answer(403, M.dashboard.trackingReadRequired),
     },
   },
+  // CLI with an account login token (issue 16): every 401 tells the caller to log in again;
+  // `programs` answers a vanished user with the spec's bare `User not found`. The advertiser of
+  // `init` is a workspace: a workspace the account does not belong to is "does not match".
+  cliInit: {
+    credential: 'account',
+    anonymous: false,
+    refuse: {
+      ...accountAnswers(M.cli.account.userNotFound),
+      ...same403(M.cli.advertiserMismatch),
+      noWorkspace: answer(403, M.cli.noAdvertiser),
+    },
+  },
+  cliPrograms: { credential: 'account', anonymous: false, refuse: accountAnswers(M.cli.account.programsUserNotFound) },
+  // CLI with a program key (status, test-event): `<api_token>` in the malformed-header message,
+  // and an invalid key is told how a workspace owner replaces it.
+  cliProgramKey: { credential: 'programKey', anonymous: false, refuse: keyAnswers(M.cli.key) },
   // Agent API (issue 13, ours): only an agt_ key authenticates it, so a program key is 401 like any
   // unknown token (and an agent key is 401 on every program-key family above: their lookup is by
   // program-key hash only). A program of another workspace is 404 exactly like an unknown one, so
