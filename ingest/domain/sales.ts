@@ -1,5 +1,6 @@
-import { sql, type Queryable } from '../../core/db.js';
+import { sql, type Database, type Queryable } from '../../core/db.js';
 import { refused, type Refusal } from './errors.js';
+import { createBatchedStatement, type ItemResult } from './batched-statement.js';
 import type { Currency } from './payments.js';
 
 export interface SaleInput {
@@ -67,7 +68,12 @@ const q = {
     'sales.record',
     `SELECT record_sale($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) AS outcome`,
   ),
+  recordBatch: sql('sales.record_batch', `SELECT record_sales($1::jsonb, $2) AS outcomes`),
 };
+
+/** A sale of a batch that record_sales refused or could not write. */
+type BatchItemRefused = { refused: string; hint: string | null };
+type BatchItemFailed = { failed: string; message: string };
 
 /** What record_sale returns: rows as JSON (times as ISO strings). */
 interface RecordedSale {
@@ -89,29 +95,25 @@ function testTransactionId(): string {
  * atomic on its own or in the caller's transaction. The rules are in record_sale.
  */
 export async function recordSale(db: Queryable, input: SaleInput, feeBps: number): Promise<SaleOutcome> {
+  const i = withTransactionId(input);
   let row: { outcome: RecordedSale } | undefined;
   try {
     row = await db.one<{ outcome: RecordedSale }>(q.record, [
-      input.programId,
-      input.transactionId ?? testTransactionId(),
-      input.amountCents ?? 0,
-      input.customerKey ?? null,
-      input.clickId ?? null,
-      input.currency,
-      input.occurredAt?.toISOString() ?? null,
-      input.provider ?? null,
-      input.providerPaymentId ?? null,
-      input.livemode ?? null,
-      input.isRecurring,
-      input.saleType ?? null,
-      input.subscriptionId ?? null,
-      input.test,
-      feeBps,
+      i.programId, i.transactionId, i.amountCents ?? 0, i.customerKey ?? null, i.clickId ?? null, i.currency,
+      i.occurredAt?.toISOString() ?? null, i.provider ?? null, i.providerPaymentId ?? null, i.livemode ?? null,
+      i.isRecurring, i.saleType ?? null, i.subscriptionId ?? null, i.test, feeBps,
     ]);
   } catch (error) {
-    throw saleRefusal(error) ?? error;
+    const e = error as { message?: string; detail?: string; hint?: string };
+    throw (e.message === SALE_REFUSED ? saleRefusal(e.detail, e.hint) : undefined) ?? error;
   }
-  const { sale, commission, converted, refusal } = row!.outcome;
+  return saleOutcome(row!.outcome);
+}
+
+/** Test-mode sales may leave the transaction_id out. */
+const withTransactionId = (input: SaleInput) => ({ ...input, transactionId: input.transactionId ?? testTransactionId() });
+
+function saleOutcome({ sale, commission, converted, refusal }: RecordedSale): SaleOutcome {
   return {
     sale: { ...sale, occurred_at: new Date(sale.occurred_at), created_at: new Date(sale.created_at) },
     commission: commission && { ...commission, created_at: new Date(commission.created_at) },
@@ -120,10 +122,42 @@ export async function recordSale(db: Queryable, input: SaleInput, feeBps: number
   };
 }
 
-function saleRefusal(error: unknown) {
-  const e = error as { message?: string; detail?: string; hint?: string } | undefined;
-  if (e?.message !== SALE_REFUSED) return undefined;
-  const reason = REFUSALS_RAISED.find((r) => r === e.detail);
-  if (reason === undefined) return undefined;
-  return reason === 'duplicate_transaction' ? refused({ reason, saleId: e.hint ?? '' }) : refused({ reason });
+/** Deadlocks between concurrent batches and serialization failures: the sale is tried again alone. */
+const RETRIED_ALONE = new Set(['40P01', '40001']);
+
+/**
+ * POST /track/sale's writer: concurrent sales go to record_sales together, one statement and one
+ * commit per batch (batched-statement.ts). Each answer is exactly what recordSale would give.
+ */
+export function createSaleWriter(db: Database, feeBps: number): (input: SaleInput) => Promise<SaleOutcome> {
+  const record = createBatchedStatement<SaleInput & { transactionId: string }, SaleOutcome>(
+    async (batch) => {
+      const row = await db.one<{ outcomes: (RecordedSale | BatchItemRefused | BatchItemFailed)[] }>(q.recordBatch, [
+        JSON.stringify(batch.map((i) => ({
+          program_id: i.programId, transaction_id: i.transactionId, amount_cents: i.amountCents ?? 0,
+          customer_key: i.customerKey ?? null, click_id: i.clickId ?? null, currency: i.currency,
+          occurred_at: i.occurredAt?.toISOString() ?? null, provider: i.provider ?? null,
+          provider_payment_id: i.providerPaymentId ?? null, livemode: i.livemode ?? null, is_recurring: i.isRecurring,
+          sale_type: i.saleType ?? null, subscription_id: i.subscriptionId ?? null, test: i.test,
+        }))),
+        feeBps,
+      ]);
+      return Promise.all(row!.outcomes.map(async (item, n): Promise<ItemResult<SaleOutcome>> => {
+        if ('sale' in item) return { ok: true, value: saleOutcome(item) };
+        if ('refused' in item) return { ok: false, error: saleRefusal(item.refused, item.hint ?? undefined) ?? new Error(`sale refused: ${item.refused}`) };
+        if (RETRIED_ALONE.has(item.failed)) {
+          return recordSale(db, batch[n]!, feeBps).then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
+        }
+        return { ok: false, error: Object.assign(new Error(item.message), { code: item.failed }) };
+      }));
+    },
+    { maxBatch: 30, maxInFlight: db.kind === 'pglite' ? 1 : 4 },
+  );
+  return (input) => record(withTransactionId(input));
+}
+
+function saleRefusal(reason: string | undefined, hint: string | undefined) {
+  const known = REFUSALS_RAISED.find((r) => r === reason);
+  if (known === undefined) return undefined;
+  return known === 'duplicate_transaction' ? refused({ reason: known, saleId: hint ?? '' }) : refused({ reason: known });
 }

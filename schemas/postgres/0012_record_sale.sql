@@ -188,3 +188,37 @@ BEGIN
                             'converted', converts, 'refusal', refusal);
 END
 $$;
+
+-- Group commit for POST /track/sale (ingest/domain/batched-statement.ts): the sales of one batch in one
+-- statement and one commit. Each sale runs in its own subtransaction, so a refused or failed sale
+-- undoes only its own writes; the answer is one element per sale, in order: record_sale's outcome,
+-- {"refused": reason, "hint": ...}, or {"failed": sqlstate, "message": ...}. A batch stays under 32
+-- sales: a sale may take two subtransaction ids (its own and the commission's), and past 64 in one
+-- transaction every other session's snapshot overflows to pg_subtrans.
+CREATE FUNCTION record_sales(p_sales jsonb, p_fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  sale jsonb;
+  results jsonb[] := '{}';
+  message text;
+  detail text;
+  hint text;
+BEGIN
+  FOR sale IN SELECT value FROM jsonb_array_elements(p_sales) LOOP
+    BEGIN
+      results := results || record_sale(
+        (sale->>'program_id')::bigint, sale->>'transaction_id', (sale->>'amount_cents')::bigint, sale->>'customer_key',
+        sale->>'click_id', sale->>'currency', (sale->>'occurred_at')::timestamptz, sale->>'provider',
+        sale->>'provider_payment_id', (sale->>'livemode')::boolean, (sale->>'is_recurring')::boolean, sale->>'sale_type',
+        sale->>'subscription_id', (sale->>'test')::boolean, p_fee_bps);
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS message = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+      IF SQLSTATE = 'P0001' AND message = 'sale_refused' THEN
+        results := results || jsonb_build_object('refused', detail, 'hint', NULLIF(hint, ''));
+      ELSE
+        results := results || jsonb_build_object('failed', SQLSTATE, 'message', message);
+      END IF;
+    END;
+  END LOOP;
+  RETURN to_jsonb(results);
+END
+$$;
