@@ -1,9 +1,6 @@
-import { sql, type Database } from '../../core/db.js';
-import { commissionEvent, platformFeeEvent, saleStatusChanged, type OutboxEvent } from '../../schemas/event-contract.js';
-import { refused } from './errors.js';
-import { appendEvents } from './outbox.js';
-import type { CommissionRow, SaleRow } from './sales.js';
-
+import type { Database, Queryable } from '../../core/db.js';
+import type { SaleRow } from './sales.js';
+import { createBatchedWriter, writeOne } from './tracking-writes.js';
 export type RefundReason = 'refund' | 'chargeback';
 
 export interface RefundInput {
@@ -25,61 +22,50 @@ export interface RefundOutcome {
   recorded: boolean;
 }
 
-const q = {
-  sale: sql(
-    'refunds.sale_for_update',
-    `SELECT id, program_id, status, test FROM sale_events WHERE transaction_id = $1 AND program_id = $2 FOR UPDATE`,
-  ),
-  existing: sql(
-    'refunds.by_sale',
-    `SELECT r.id, r.reason, r.created_at, EXISTS (SELECT 1 FROM commissions c WHERE c.sale_id = r.sale_id AND c.status = 'reversed') AS reversed
-       FROM refunds r WHERE r.sale_id = $1`,
-  ),
-  insert: sql(
-    'refunds.insert',
-    `INSERT INTO refunds (sale_id, program_id, reason, refund_reason) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
-  ),
-  saleStatus: sql(
-    'sales.set_status',
-    `UPDATE sale_events SET status = $2, updated_at = now() WHERE id = $1 RETURNING updated_at`,
-  ),
-  reverseCommission: sql(
-    'commissions.reverse',
-    `UPDATE commissions SET status = 'reversed', reversed_at = now() WHERE sale_id = $1 AND status = 'pending'
-     RETURNING id, sale_id, program_id, partner_id, amount_cents, currency, status, created_at, reversed_at`,
-  ),
-  reverseFee: sql(
-    'platform_fees.reverse',
-    `UPDATE platform_fees SET status = 'reversed', reversed_at = now() WHERE sale_id = $1 AND status = 'charged'
-     RETURNING id, amount_cents, created_at`,
-  ),
-};
+/** What record_refund returns (times as ISO strings). */
+interface RecordedRefund {
+  refund_id: string;
+  sale_id: string;
+  transaction_id: string;
+  reason: RefundReason;
+  sale_status: SaleRow['status'];
+  commission_reversed: boolean;
+  created_at: string;
+  recorded: boolean;
+}
 
-/** A full refund or chargeback of a recorded sale: the sale changes status, its commission and fee are reversed. */
-export async function recordRefund(db: Database, input: RefundInput): Promise<RefundOutcome> {
-  return db.transaction(async (tx) => {
-    const sale = await tx.one<{ id: string; program_id: number; status: SaleRow['status']; test: boolean }>(q.sale, [
-      input.transactionId,
-      input.programId,
-    ]);
-    if (!sale) throw refused({ reason: 'sale_not_found' });
-    const base = { saleId: sale.id, transactionId: input.transactionId };
-    if (sale.status !== 'paid') {
-      // Refunds are idempotent: the first one stands.
-      const prior = (await tx.one<{ id: string; reason: RefundReason; created_at: Date; reversed: boolean }>(q.existing, [sale.id]))!;
-      return { ...base, refundId: prior.id, reason: prior.reason, saleStatus: sale.status, commissionReversed: prior.reversed, createdAt: prior.created_at, recorded: false };
-    }
-    const refund = (await tx.one<{ id: string; created_at: Date }>(q.insert, [sale.id, sale.program_id, input.reason, input.refundReason ?? null]))!;
-    const saleStatus = input.reason === 'refund' ? 'refunded' : 'chargeback';
-    await tx.many(q.saleStatus, [sale.id, saleStatus]);
-    const commission = await tx.one<CommissionRow & { reversed_at: Date }>(q.reverseCommission, [sale.id]);
-    const events: OutboxEvent[] = [saleStatusChanged({ sale, transactionId: input.transactionId, status: saleStatus, reason: input.reason, refund })];
-    if (commission) {
-      events.push(commissionEvent('commission.reversed', commission, commission.reversed_at));
-      const fee = await tx.one<{ id: string; amount_cents: number; created_at: Date }>(q.reverseFee, [sale.id]);
-      if (fee) events.push(platformFeeEvent('platform_fee.reversed', commission, fee, commission.reversed_at));
-    }
-    await appendEvents(tx, events);
-    return { ...base, refundId: refund.id, reason: input.reason, saleStatus, commissionReversed: commission !== undefined, createdAt: refund.created_at, recorded: true };
-  });
+const refundItem = (i: RefundInput) => ({
+  program_id: i.programId,
+  transaction_id: i.transactionId,
+  reason: i.reason,
+  refund_reason: i.refundReason ?? null,
+});
+
+function refundOutcome(result: unknown): RefundOutcome {
+  const r = result as RecordedRefund;
+  return {
+    refundId: r.refund_id,
+    saleId: r.sale_id,
+    transactionId: r.transaction_id,
+    reason: r.reason,
+    saleStatus: r.sale_status,
+    commissionReversed: r.commission_reversed,
+    createdAt: new Date(r.created_at),
+    recorded: r.recorded,
+  };
+}
+
+/**
+ * A full refund or chargeback of a recorded sale: the sale changes status, its commission and fee
+ * are reversed. One statement, atomic on its own or in the caller's transaction; the rules are in
+ * record_refund (schemas/postgres/0013).
+ */
+export async function recordRefund(db: Queryable, input: RefundInput): Promise<RefundOutcome> {
+  return refundOutcome(await writeOne(db, 'refund', refundItem(input)));
+}
+
+/** POST /track/refund's writer: concurrent refunds in one statement and one commit (tracking-writes.ts). */
+export function createRefundWriter(db: Database): (input: RefundInput) => Promise<RefundOutcome> {
+  const write = createBatchedWriter(db, 'refund');
+  return async (input) => refundOutcome(await write(refundItem(input)));
 }

@@ -5,10 +5,10 @@ import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import { createClickWriter } from '../domain/clicks.js';
 import { refused } from '../domain/errors.js';
-import { recordLead } from '../domain/leads.js';
+import { createLeadWriter } from '../domain/leads.js';
 import { originAllowedAnywhere } from '../domain/origins.js';
 import { CURRENCIES, PROVIDERS, type Currency } from '../domain/payments.js';
-import { recordRefund } from '../domain/refunds.js';
+import { createRefundWriter } from '../domain/refunds.js';
 import { createSaleWriter, type SaleOutcome } from '../domain/sales.js';
 import { presentedKeyId, programKeyHook } from '../http/auth.js';
 import { badRequest, forbidden } from '../http/errors.js';
@@ -247,6 +247,8 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
   const { db } = deps;
   const clicks = createClickWriter(db);
   const recordSale = createSaleWriter(db, deps.platformFeeBps);
+  const recordLead = createLeadWriter(db);
+  const recordRefund = createRefundWriter(db);
   const limit = (bucket: string, max: number, keyOf: (r: FastifyRequest) => string) =>
     rateLimitHook(deps.rateLimits, { bucket, limit: max, keyOf }, app.log, deps.clock);
   const byIp = (r: FastifyRequest) => r.ip;
@@ -315,7 +317,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
       const { click_id, customer_key, email, additional_data } = request.body;
       if (click_id === undefined && customer_key === undefined) throw badRequest(M.lead.idRequired);
       checkProgramId(request, additional_data?.program_id);
-      const lead = await recordLead(db, {
+      const lead = await recordLead({
         clickId: click_id,
         customerKey: customer_key,
         email,
@@ -389,7 +391,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
     },
     async (request) => {
       const { transaction_id, reason, refund_reason } = request.body;
-      const refund = await recordRefund(db, {
+      const refund = await recordRefund({
         programId: request.programKey!.programId,
         transactionId: transaction_id,
         reason,
