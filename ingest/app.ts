@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import type { TrackingConfig } from '../core/config.js';
+import type { TrackingConfig, TrustProxy } from '../core/config.js';
 import type { Database } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
 import { rotationWarnings } from './http/auth.js';
@@ -24,7 +24,8 @@ export interface AppDeps {
   db: Database;
   rateLimits: RateLimitStore;
   logger: Logger;
-  trustProxy: boolean;
+  /** The proxies whose X-Forwarded-For is believed (config TRUST_PROXY); never every hop. */
+  trustProxy: TrustProxy;
   tracking: TrackingConfig;
   /** Milliseconds since the epoch; rate-limit windows are read from it. */
   clock?: () => number;

@@ -21,7 +21,7 @@ export async function buildTestApp(
     clock,
     warehouse,
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
-    trustProxy: true,
+    trustProxy: ['127.0.0.1'],
     tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
   });
   await app.ready();
