@@ -73,7 +73,9 @@ async function main() {
   const codec = createAvroCodec();
   const services: RunningService[] = [];
 
-  const rateLimits = config.rateLimit.kind === 'redis' ? await redisRateLimitStore(config.rateLimit.url) : memoryRateLimitStore();
+  const rateLimits = config.rateLimit.kind === 'redis'
+      ? await redisRateLimitStore(config.rateLimit.url)
+      : memoryRateLimitStore({ onFull: (maxKeys) => logger.warn({ maxKeys }, 'rate-limit store full for this minute: new callers are let through uncounted') });
   // The CLI login's OpenID provider: the configured one, or a real one in this process (offline start).
   const { identity } = config;
   let embeddedProvider: EmbeddedProvider | undefined;

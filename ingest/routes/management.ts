@@ -1,3 +1,4 @@
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -13,6 +14,8 @@ import { M } from '../http/messages.js';
 import { PlatformError, body, echo, programIdParam, text } from '../http/schemas.js';
 
 export interface ManagementDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
 }
 
@@ -103,11 +106,11 @@ const ProgramListItem = z.object({ id: z.number().int(), workspace_id: z.number(
 
 const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 409: PlatformError, 500: PlatformError };
 
-export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fastify, { db }) => {
+export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fastify, { db, authThrottle }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   // Who may do what, and the 401/403 of each refusal: the 'management' row of the requirement table.
-  const auth = createAuth({ db });
+  const auth = createAuth({ db, throttle: authThrottle });
   const session = auth.require('management');
   const programWrite = auth.require('management', 'program:write');
   const keyManage = auth.require('management', 'api_key:manage');

@@ -1,3 +1,4 @@
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -8,6 +9,8 @@ import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { TypedError } from '../http/schemas.js';
 
 export interface ReadinessDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
   rateLimits: RateLimitStore;
   clock: () => number;
@@ -35,7 +38,7 @@ const ReadinessOk = z.object({
 export const readinessRoutes: FastifyPluginAsync<ReadinessDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
-  const auth = createAuth({ db: deps.db, docsBaseUrl: deps.docsBaseUrl });
+  const auth = createAuth({ db: deps.db, docsBaseUrl: deps.docsBaseUrl, throttle: deps.authThrottle });
   app.get(
     '/me/readiness',
     {

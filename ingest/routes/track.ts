@@ -1,3 +1,4 @@
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -18,6 +19,8 @@ import { PlatformError, TypedError, additionalData, body, echo, flag, storable, 
 import { refusalAnswer } from '../http/surfaces.js';
 
 export interface TrackDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
   rateLimits: RateLimitStore;
   clock: () => number;
@@ -251,7 +254,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
   const byIp = (r: FastifyRequest) => r.ip;
   const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
   const key = (surface: 'click' | 'lead' | 'sale' | 'refund', anonymousAllowed: boolean) =>
-    programKeyHook(db, { surface, anonymousAllowed, docsBaseUrl: deps.docsBaseUrl });
+    programKeyHook(db, { surface, anonymousAllowed, docsBaseUrl: deps.docsBaseUrl, throttle: deps.authThrottle });
   const saleRefundLimit = limit('sale_refund', 120, byKeyOrIp);
   const browserErrors = exposeBrowserErrors(db);
 
