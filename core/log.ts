@@ -48,7 +48,7 @@ const CENSOR = '[redacted]';
  */
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/"\\]*):[^\s@/"\\]+@/gi;
 const BEARER = /\b(Bearer\s+)[A-Za-z0-9._~+/=-]+/g;
-const OWN_SECRET = /\b(aff|dsh|agt|whsec)_[A-Za-z0-9_-]{16,}/g;
+const OWN_SECRET = /\b(aff|dsh|agt|slt|whsec)_[A-Za-z0-9_-]{16,}/g;
 
 export function redactLine(line: string): string {
   return line.replace(URL_PASSWORD, `$1:${CENSOR}@`).replace(BEARER, `$1${CENSOR}`).replace(OWN_SECRET, `$1_${CENSOR}`);

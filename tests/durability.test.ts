@@ -85,7 +85,6 @@ describe.each(databaseKinds())('acknowledged writes survive SIGKILL on %s', (kin
     const env: Record<string, string> = { DATA_DIR: dir, SEED_DEMO: 'true' };
     if (kind === 'postgres') {
       t = await createTestDatabase('postgres');
-      await t.db.close();
       env.DATABASE_URL = t.url!;
       env.OIDC_EMBEDDED_PORT = '0';
     }

@@ -28,7 +28,9 @@ export interface RefundOutcome {
 const q = {
   sale: sql(
     'refunds.sale_for_update',
-    `SELECT id, program_id, status, test FROM sale_events WHERE transaction_id = $1 AND program_id = $2 FOR UPDATE`,
+    // A program may hold a real and a test sale under one transaction_id (test sales have their own
+    // namespace): the real one is refunded.
+    `SELECT id, program_id, status, test FROM sale_events WHERE transaction_id = $1 AND program_id = $2 ORDER BY test LIMIT 1 FOR UPDATE`,
   ),
   existing: sql(
     'refunds.by_sale',

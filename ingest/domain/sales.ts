@@ -1,4 +1,4 @@
-import { isUniqueViolation, sql, type Database, type Transaction } from '../../core/db.js';
+import { isUniqueViolation, sql, type Database, type Queryable, type Transaction } from '../../core/db.js';
 import { commissionCents, platformFeeCents, type CommissionType } from './commissions.js';
 import {
   customerKeyInOtherProgram,
@@ -10,7 +10,7 @@ import {
   type CustomerRow,
 } from './customers.js';
 import { commissionEvent, customerChanged, platformFeeEvent, saleRecorded, type OutboxEvent } from '../../schemas/event-contract.js';
-import { refused, type Refusal } from './errors.js';
+import { DomainError, refused, type Refusal } from './errors.js';
 import { appendEvents } from './outbox.js';
 import type { Currency } from './payments.js';
 import { logTestEvent } from './test-events.js';
@@ -82,8 +82,19 @@ interface ProgramTerms {
 const SALE_COLUMNS = `id, program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at,
   status, test, is_recurring, created_at`;
 
-const q = {
-  existing: sql('sales.by_transaction_id', `SELECT id FROM sale_events WHERE transaction_id = $1`),
+const statements = {
+  // Real sales: the spec's global guard. Test sales: their own namespace, per program.
+  existingReal: sql('sales.by_transaction_id', `SELECT id, program_id FROM sale_events WHERE transaction_id = $1 AND NOT test`),
+  existingTest: sql(
+    'sales.test_by_transaction_id',
+    `SELECT id, program_id FROM sale_events WHERE program_id = $1 AND transaction_id = $2 AND test`,
+  ),
+  collision: sql(
+    'transaction_id_collisions.note',
+    `INSERT INTO transaction_id_collisions (program_id, transaction_id) VALUES ($1, $2)
+     ON CONFLICT (program_id, transaction_id)
+     DO UPDATE SET attempts = transaction_id_collisions.attempts + 1, last_seen_at = now()`,
+  ),
   terms: sql(
     'programs.commission_terms',
     `SELECT commission_type, commission_rate, attribution_window_days FROM programs WHERE id = $1`,
@@ -94,7 +105,7 @@ const q = {
     `INSERT INTO sale_events (program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at,
                               provider, provider_payment_id, livemode, is_recurring, sale_type, subscription_id, test)
      VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, now()), $8, $9, $10, $11, $12, $13, $14)
-     ON CONFLICT ON CONSTRAINT sale_events_transaction_id_key DO NOTHING
+     ON CONFLICT DO NOTHING
      RETURNING ${SALE_COLUMNS}`,
   ),
   commission: sql(
@@ -112,9 +123,19 @@ const q = {
   ),
 };
 
-function duplicate(saleId: string) {
-  return refused({ reason: 'duplicate_transaction', saleId });
+/**
+ * The refusal for a transaction_id already taken in the sale's namespace, or undefined. A real
+ * sale of another program is named to nobody: the 409 carries no sale_id (issue 15).
+ */
+async function duplicateOf(db: Queryable, input: SaleInput, transactionId: string): Promise<DomainError | undefined> {
+  const existing = input.test
+    ? await db.one<{ id: string; program_id: number }>(statements.existingTest, [input.programId, transactionId])
+    : await db.one<{ id: string; program_id: number }>(statements.existingReal, [transactionId]);
+  if (!existing) return undefined;
+  return refused({ reason: 'duplicate_transaction', saleId: existing.program_id === input.programId ? existing.id : null });
 }
+
+const SALE_UNIQUE_INDEXES = ['sale_events_transaction_id_key', 'sale_events_test_transaction_id_key'];
 
 let lastTestStamp = 0;
 /** test_txn_<timestamp>, kept unique within the process when two arrive in one millisecond. */
@@ -124,26 +145,28 @@ function testTransactionId(): string {
 }
 
 export async function recordSale(db: Database, input: SaleInput, feeBps: number): Promise<SaleOutcome> {
+  const transactionId = input.transactionId ?? testTransactionId();
   try {
     return await db.transaction(async (tx) => {
-      const transactionId = input.transactionId ?? testTransactionId();
-      const existing = await tx.one<{ id: string }>(q.existing, [transactionId]);
-      if (existing) throw duplicate(existing.id);
+      const duplicate = await duplicateOf(tx, input, transactionId);
+      if (duplicate) throw duplicate;
       if (input.test) return recordTestSale(tx, input, transactionId);
       return recordPaidSale(tx, input, transactionId, feeBps);
     });
   } catch (error) {
+    let refusal = error;
     // Two sales with one transaction_id raced past the check: the loser is a duplicate.
-    if (isUniqueViolation(error, 'sale_events_transaction_id_key') && input.transactionId !== undefined) {
-      const existing = await db.one<{ id: string }>(q.existing, [input.transactionId]);
-      if (existing) throw duplicate(existing.id);
+    if (SALE_UNIQUE_INDEXES.some((index) => isUniqueViolation(error, index))) refusal = (await duplicateOf(db, input, transactionId)) ?? error;
+    if (refusal instanceof DomainError && refusal.refusal.reason === 'duplicate_transaction' && refusal.refusal.saleId === null) {
+      // The refused program learns of it in readiness; the sale of the other program stays unnamed.
+      await db.many(statements.collision, [input.programId, transactionId]);
     }
-    throw error;
+    throw refusal;
   }
 }
 
 async function insertSale(tx: Transaction, input: SaleInput, transactionId: string, customer: CustomerRow | null) {
-  const sale = await tx.one<SaleRow>(q.insert, [
+  const sale = await tx.one<SaleRow>(statements.insert, [
     input.programId,
     customer?.id ?? null,
     customer?.partner_id ?? null,
@@ -159,10 +182,7 @@ async function insertSale(tx: Transaction, input: SaleInput, transactionId: stri
     input.subscriptionId ?? null,
     input.test,
   ]);
-  if (!sale) {
-    const existing = await tx.one<{ id: string }>(q.existing, [transactionId]);
-    throw duplicate(existing!.id);
-  }
+  if (!sale) throw (await duplicateOf(tx, input, transactionId))!;
   return sale;
 }
 
@@ -205,10 +225,10 @@ async function resolveCustomer(tx: Transaction, input: SaleInput, occurredAt: Da
 async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: string, feeBps: number): Promise<SaleOutcome> {
   const occurredAt = input.occurredAt ?? new Date();
   const { customer, created } = await resolveCustomer(tx, input, occurredAt);
-  if (customer.partner_program_id === null || !(await tx.one(q.junction, [customer.partner_program_id]))) {
+  if (customer.partner_program_id === null || !(await tx.one(statements.junction, [customer.partner_program_id]))) {
     throw refused({ reason: 'no_junction' });
   }
-  const terms = (await tx.one<ProgramTerms>(q.terms, [input.programId]))!;
+  const terms = (await tx.one<ProgramTerms>(statements.terms, [input.programId]))!;
   const converts = created || customer.status !== 'conversion';
   if (converts && customer.click_created_at) {
     // Checked on every payment until one converts; the click may be at most the window older
@@ -240,10 +260,10 @@ async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: 
   if (amount !== null) {
     const partnerId = current.partner_id;
     const written = await tx.savepoint('commission', async () => {
-      const row = (await tx.one<CommissionRow>(q.commission, [
+      const row = (await tx.one<CommissionRow>(statements.commission, [
         sale.id, sale.program_id, partnerId, current.id, terms.commission_type, terms.commission_rate, amount, sale.currency,
       ]))!;
-      const fee = (await tx.one<{ id: string; amount_cents: number; created_at: Date }>(q.fee, [
+      const fee = (await tx.one<{ id: string; amount_cents: number; created_at: Date }>(statements.fee, [
         sale.id, row.id, sale.program_id, platformFeeCents(amount, feeBps), sale.currency,
       ]))!;
       return { row, fee };

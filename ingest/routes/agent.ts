@@ -1,9 +1,9 @@
-import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { createAuth, presentedKeyId } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { PlatformError, TypedError } from '../http/schemas.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { mcpRoutes } from './agent/mcp.js';

@@ -1,4 +1,3 @@
-import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -10,6 +9,7 @@ import { integrationFacts, integrationStatus } from '../domain/dashboard.js';
 import { createProgram } from '../domain/programs.js';
 import { workspacesOf } from '../domain/workspaces.js';
 import { createAuth, presentedKeyId } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { ApiError, badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';

@@ -1,4 +1,3 @@
-import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -8,6 +7,7 @@ import { performance } from '../../queries/performance.js';
 import { MAX_RANGE_DAYS, PERIODS, rangeProblem, type RangeProblem } from '../../queries/periods.js';
 import { integrationFacts, integrationStatus } from '../domain/dashboard.js';
 import { createAuth } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { notFound } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { PlatformError, programIdParam } from '../http/schemas.js';

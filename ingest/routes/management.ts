@@ -1,4 +1,3 @@
-import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -7,8 +6,9 @@ import { issueProgramKey } from '../domain/api-keys.js';
 import { COMMISSION_TYPES } from '../domain/commissions.js';
 import { canonicalOrigin } from '../domain/origins.js';
 import { createPartner, createProgram, getProgram, referralUrl, setLinkEnabled, updateProgram, type ProgramView } from '../domain/programs.js';
-import { workspacesOf } from '../domain/workspaces.js';
-import { createAuth } from '../http/auth.js';
+import { revokeSession, workspacesOf } from '../domain/workspaces.js';
+import { createAuth, parseSessionHeader } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { PlatformError, body, echo, programIdParam, text } from '../http/schemas.js';
@@ -166,6 +166,24 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
     async (request) => ({
       data: await db.many<z.infer<typeof ProgramListItem>>(programsOfUser, [userOf(request)]),
     }),
+  );
+
+  // Sign-out: the presented session is deleted, so it stops working at once on every process.
+  app.delete(
+    '/session',
+    {
+      config,
+      ...session,
+      schema: {
+        summary: 'Sign out: revoke the dashboard session that makes this request',
+        response: { 200: z.object({ data: z.object({ signed_out: z.literal(true) }) }), ...errors },
+      },
+    },
+    async (request) => {
+      const presented = parseSessionHeader(request.headers.authorization);
+      if (presented.kind === 'token') await revokeSession(db, presented.token);
+      return { data: { signed_out: true as const } };
+    },
   );
 
   app.patch(

@@ -1,10 +1,10 @@
-import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import { computeReadiness } from '../domain/readiness.js';
 import { createAuth, presentedKeyId, programKeyOf } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { TypedError } from '../http/schemas.js';
 
@@ -31,6 +31,7 @@ const ReadinessOk = z.object({
     referral_links: z.object({ enabled: z.number().int() }),
     test_events: z.object({ click: z.number().int(), lead: z.number().int(), sale: z.number().int() }),
     checks: z.array(Check),
+    transaction_id_collisions: z.array(z.object({ transaction_id: z.string(), attempts: z.number().int(), last_seen_at: z.string() })),
     checked_at: z.string(),
   }),
 });

@@ -1,4 +1,3 @@
-import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -12,6 +11,7 @@ import { CURRENCIES, PROVIDERS, type Currency } from '../domain/payments.js';
 import { recordRefund } from '../domain/refunds.js';
 import { recordSale, type SaleOutcome } from '../domain/sales.js';
 import { presentedKeyId, programKeyHook } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { badRequest, forbidden } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
