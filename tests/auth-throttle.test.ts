@@ -6,13 +6,8 @@ import { createLogger } from '../core/log.js';
 import { buildApp } from '../ingest/app.js';
 import { AUTH_FAILURES_PER_MINUTE } from '../ingest/http/auth/failed-auth.js';
 import { MEMORY_STORE_MAX_KEYS, memoryRateLimitStore, redisRateLimitStore, type RateLimitStore } from '../ingest/http/rate-limit.js';
-import { createTestProgram, DOCS_BASE_URL, FEE_BPS, tableCounts, type TestProgram } from './support/app.js';
+import { createTestProgram, DOCS_BASE_URL, FEE_BPS, storeKinds, tableCounts, type TestProgram } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
-
-function storeKinds(): ('memory' | 'redis')[] {
-  if (process.env.CI && !process.env.REDIS_URL) throw new Error('CI is set but REDIS_URL is not: the Redis rate-limit tests cannot be skipped in CI');
-  return process.env.REDIS_URL ? ['memory', 'redis'] : ['memory'];
-}
 
 // A fixed instant 5 s into a minute far from any other test's: the window cannot roll over mid-test.
 const WINDOW_START = Math.floor(Date.now() / 60_000) * 60_000 + 60_000 * 3000 + 60_000 * Math.floor(Math.random() * 1000);

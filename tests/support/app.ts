@@ -35,6 +35,12 @@ export async function buildTestApp(
  */
 export const unlimitedRateLimits = (): RateLimitStore => ({ hit: () => 1, close: async () => {} });
 
+/** Memory always; Redis when REDIS_URL is set, and required in CI. */
+export function storeKinds(): ('memory' | 'redis')[] {
+  if (process.env.CI && !process.env.REDIS_URL) throw new Error('CI is set but REDIS_URL is not: the Redis rate-limit tests cannot be skipped in CI');
+  return process.env.REDIS_URL ? ['memory', 'redis'] : ['memory'];
+}
+
 let ipCounter = 0;
 /** A distinct client address per call, so per-IP limits do not couple unrelated tests. */
 export const freshIp = () => {
