@@ -82,7 +82,7 @@ interface ProgramTerms {
 const SALE_COLUMNS = `id, program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at,
   status, test, is_recurring, created_at`;
 
-const statements = {
+const q = {
   // Real sales: the spec's global guard. Test sales: their own namespace, per program.
   existingReal: sql('sales.by_transaction_id', `SELECT id, program_id FROM sale_events WHERE transaction_id = $1 AND NOT test`),
   existingTest: sql(
@@ -129,8 +129,8 @@ const statements = {
  */
 async function duplicateOf(db: Queryable, input: SaleInput, transactionId: string): Promise<DomainError | undefined> {
   const existing = input.test
-    ? await db.one<{ id: string; program_id: number }>(statements.existingTest, [input.programId, transactionId])
-    : await db.one<{ id: string; program_id: number }>(statements.existingReal, [transactionId]);
+    ? await db.one<{ id: string; program_id: number }>(q.existingTest, [input.programId, transactionId])
+    : await db.one<{ id: string; program_id: number }>(q.existingReal, [transactionId]);
   if (!existing) return undefined;
   return refused({ reason: 'duplicate_transaction', saleId: existing.program_id === input.programId ? existing.id : null });
 }
@@ -159,14 +159,14 @@ export async function recordSale(db: Database, input: SaleInput, feeBps: number)
     if (SALE_UNIQUE_INDEXES.some((index) => isUniqueViolation(error, index))) refusal = (await duplicateOf(db, input, transactionId)) ?? error;
     if (refusal instanceof DomainError && refusal.refusal.reason === 'duplicate_transaction' && refusal.refusal.saleId === null) {
       // The refused program learns of it in readiness; the sale of the other program stays unnamed.
-      await db.many(statements.collision, [input.programId, transactionId]);
+      await db.many(q.collision, [input.programId, transactionId]);
     }
     throw refusal;
   }
 }
 
 async function insertSale(tx: Transaction, input: SaleInput, transactionId: string, customer: CustomerRow | null) {
-  const sale = await tx.one<SaleRow>(statements.insert, [
+  const sale = await tx.one<SaleRow>(q.insert, [
     input.programId,
     customer?.id ?? null,
     customer?.partner_id ?? null,
@@ -225,10 +225,10 @@ async function resolveCustomer(tx: Transaction, input: SaleInput, occurredAt: Da
 async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: string, feeBps: number): Promise<SaleOutcome> {
   const occurredAt = input.occurredAt ?? new Date();
   const { customer, created } = await resolveCustomer(tx, input, occurredAt);
-  if (customer.partner_program_id === null || !(await tx.one(statements.junction, [customer.partner_program_id]))) {
+  if (customer.partner_program_id === null || !(await tx.one(q.junction, [customer.partner_program_id]))) {
     throw refused({ reason: 'no_junction' });
   }
-  const terms = (await tx.one<ProgramTerms>(statements.terms, [input.programId]))!;
+  const terms = (await tx.one<ProgramTerms>(q.terms, [input.programId]))!;
   const converts = created || customer.status !== 'conversion';
   if (converts && customer.click_created_at) {
     // Checked on every payment until one converts; the click may be at most the window older
@@ -260,10 +260,10 @@ async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: 
   if (amount !== null) {
     const partnerId = current.partner_id;
     const written = await tx.savepoint('commission', async () => {
-      const row = (await tx.one<CommissionRow>(statements.commission, [
+      const row = (await tx.one<CommissionRow>(q.commission, [
         sale.id, sale.program_id, partnerId, current.id, terms.commission_type, terms.commission_rate, amount, sale.currency,
       ]))!;
-      const fee = (await tx.one<{ id: string; amount_cents: number; created_at: Date }>(statements.fee, [
+      const fee = (await tx.one<{ id: string; amount_cents: number; created_at: Date }>(q.fee, [
         sale.id, row.id, sale.program_id, platformFeeCents(amount, feeBps), sale.currency,
       ]))!;
       return { row, fee };
