@@ -30,7 +30,7 @@ describe('embedded Postgres (PGlite) durability setting', () => {
     return join(dir, 'pg');
   };
 
-  it('syncs commits to disk by default, and not with EMBEDDED_FSYNC=off', async () => {
+  it('syncs commits to disk by default, and not with EMBEDDED_FSYNC=off', { timeout: 180_000 }, async () => {
     const durable = await openDatabase({ kind: 'pglite', dataDir: await freshDir() });
     try {
       expect(await show(durable, 'fsync')).toBe('on');
