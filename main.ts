@@ -13,7 +13,7 @@ import { migrate } from './core/migrate.js';
 import { migrateWarehouse } from './core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from './core/warehouse.js';
 import { buildApp } from './ingest/app.js';
-import { ensureDemo, type DemoCredentials } from './ingest/demo.js';
+import { demoBannerLines, ensureDemo, type DemoStart } from './ingest/demo.js';
 import { memoryRateLimitStore, redisRateLimitStore } from './ingest/http/rate-limit.js';
 import { startEmbeddedProvider, type EmbeddedProvider } from './ingest/oidc/embedded-provider.js';
 import { createIdentityVerifier } from './ingest/oidc/verifier.js';
@@ -23,20 +23,9 @@ import { startEmbeddedPipeline } from './pipeline/embedded-pipeline.js';
 import { createPipelineMetrics, serveMetrics, startMetricsLog } from './pipeline/metrics.js';
 import { startLoaderService, startRelayService, type RunningService } from './pipeline/services.js';
 
-function banner(url: string, mode: string, demo: DemoCredentials | undefined): string {
+function banner(url: string, mode: string, demo: DemoStart | undefined): string {
   const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`, `  CLI: SVC_BASE_URL=${url} svc login`];
-  if (demo) {
-    lines.push(
-      `  demo program id:      ${demo.programId}`,
-      `  demo API key:         ${demo.apiKey}`,
-      `  demo aff code:        ${demo.affCode}`,
-      `  demo dashboard token: ${demo.dashboardToken}`,
-      `  demo agent key:       ${demo.agentKey ?? '(none: npm run ops -- issue-agent-key <workspaceId> all)'}`,
-      ``,
-      `  try: curl -s ${url}/api/v1/track/click -H 'content-type: application/json' \\`,
-      `         -d '{"affiliate_url":"https://shop.demo.example/?aff=${demo.affCode}"}'`,
-    );
-  }
+  if (demo) lines.push(...demoBannerLines(url, demo));
   return `${lines.join('\n')}\n\n`;
 }
 
@@ -84,7 +73,9 @@ async function main() {
   const codec = createAvroCodec();
   const services: RunningService[] = [];
 
-  const rateLimits = config.rateLimit.kind === 'redis' ? await redisRateLimitStore(config.rateLimit.url) : memoryRateLimitStore();
+  const rateLimits = config.rateLimit.kind === 'redis'
+      ? await redisRateLimitStore(config.rateLimit.url)
+      : memoryRateLimitStore({ onFull: (maxKeys) => logger.warn({ maxKeys }, 'rate-limit store full for this minute: new callers are let through uncounted') });
   // The CLI login's OpenID provider: the configured one, or a real one in this process (offline start).
   const { identity } = config;
   let embeddedProvider: EmbeddedProvider | undefined;

@@ -4,7 +4,7 @@
  */
 import Fastify from 'fastify';
 
-const app = Fastify({ logger: false, trustProxy: true });
+const app = Fastify({ logger: false, trustProxy: ['127.0.0.1'] });
 app.post('/baseline', async () => ({ success: true }));
 
 const shutdown = () => {

@@ -139,10 +139,10 @@ async function main() {
       db: countedDb,
       rateLimits,
       logger: createLogger('warn'),
-      trustProxy: true,
+      trustProxy: ['127.0.0.1'],
       tracking: { platformFeeBps: 2_000, docsBaseUrl: 'https://docs.bench.example' },
     });
-    const baseline = Fastify({ logger: false, trustProxy: true });
+    const baseline = Fastify({ logger: false, trustProxy: ['127.0.0.1'] });
     baseline.post('/baseline', async () => ({ success: true }));
     apps.push(baseline);
     const service = await buildApp(serviceDeps(memoryRateLimitStore()));

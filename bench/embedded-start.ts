@@ -86,7 +86,7 @@ async function main() {
     const started = performance.now();
     const service = startChild('service', ['--import', 'tsx', 'main.ts'], {
       cwd: ROOT,
-      env: env({ PORT: String(port), HOST, DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'warn', TRUST_PROXY: 'true', ...EXTRA_ENV }),
+      env: env({ PORT: String(port), HOST, DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'warn', TRUST_PROXY: '127.0.0.1', ...EXTRA_ENV }),
     });
     children.push(service);
     const clickUrl = `${baseUrl}/api/v1/track/click`;

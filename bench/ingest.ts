@@ -142,7 +142,7 @@ function onSignal(signal: NodeJS.Signals) {
 // Load generation helpers.
 
 /**
- * Every request gets its own client address (TRUST_PROXY=true makes the service use it): 10.x.y.z
+ * Every request gets its own client address (TRUST_PROXY=127.0.0.1, the loopback load generator as the one trusted proxy, makes the service use it): 10.x.y.z
  * from a counter, the same formula as the wrk script's. Requests made here take the next value;
  * each wrk run starts at the counter and the counter then moves past every address it may have used.
  */
@@ -504,7 +504,7 @@ async function main(): Promise<number> {
       PORT: String(servicePort),
       HOST,
       LOG_LEVEL: 'warn',
-      TRUST_PROXY: 'true',
+      TRUST_PROXY: '127.0.0.1',
       SEED_DEMO: 'false',
       DATABASE_POOL_SIZE: '20',
       // The ingest role only, as in the distributed mode; said explicitly because with all roles

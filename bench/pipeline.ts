@@ -501,7 +501,7 @@ async function sendJourneys(db: Database, programs: SeededProgram[], perProgram:
     db,
     rateLimits: memoryRateLimitStore(),
     logger: createLogger('silent'),
-    trustProxy: true,
+    trustProxy: ['127.0.0.1'],
     tracking: { platformFeeBps: 2_000, docsBaseUrl: 'https://docs.bench.example' },
   });
   try {
@@ -876,7 +876,7 @@ async function main(): Promise<number> {
     const port = await freePort();
     const ingest = startChild('ingest', nodeArgs('main.ts', 'ingest'), {
       cwd: ROOT,
-      env: { ...baseEnv(), DATABASE_URL: databaseUrl(dbName), PORT: String(port), HOST, LOG_LEVEL: 'warn', TRUST_PROXY: 'true', SEED_DEMO: 'false', DATA_DIR: join(state.tmpDir, 'ingest') },
+      env: { ...baseEnv(), DATABASE_URL: databaseUrl(dbName), PORT: String(port), HOST, LOG_LEVEL: 'warn', TRUST_PROXY: '127.0.0.1', SEED_DEMO: 'false', DATA_DIR: join(state.tmpDir, 'ingest') },
     });
     state.children.push(ingest);
     await waitForHttp(`http://${HOST}:${port}/healthz`, ingest, 60_000);

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { WarehouseConfig } from './warehouse.js';
 
@@ -29,10 +30,31 @@ const EnvSchema = z.object({
   LOADER_MIN_BATCH_BYTES: z.coerce.number().int().min(1).max(64 * 1024 * 1024).default(256 * 1024),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // The proxies in front of ingest, by address or CIDR (`10.0.0.5,10.1.0.0/16`); `false`: none.
+  // `true` (trust every hop) lets any client pick its address with X-Forwarded-For, so it is refused.
   TRUST_PROXY: z
-    .enum(['true', 'false'])
+    .string()
     .default('false')
-    .transform((v) => v === 'true'),
+    .transform((v, ctx) => {
+      const value = v.trim();
+      if (value === 'false' || value === '') return false as const;
+      const addresses = value.split(',').map((a) => a.trim()).filter(Boolean);
+      const wrong = addresses.filter((a) => !isAddressOrCidr(a));
+      if (value === 'true' || wrong.length) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            `must be false or a comma-separated list of the proxies' addresses or CIDR ranges (e.g. 10.0.0.5,10.1.0.0/16)` +
+            (value === 'true' ? `; true would trust every hop, so any client could choose its own address with X-Forwarded-For` : `; not an address: ${wrong.join(', ')}`),
+        });
+        return z.NEVER;
+      }
+      return addresses;
+    }),
+  EMBEDDED_FSYNC: z
+    .enum(['on', 'off'])
+    .default('on')
+    .transform((v) => v === 'on'),
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(2_000),
   DOCS_BASE_URL: z.url().default('https://docs.affiliate-tracking.dev'),
   // CLI browser login (issue 16). Without OIDC_ISSUER the service runs its own OpenID provider
@@ -56,8 +78,22 @@ const EnvSchema = z.object({
     .transform((v) => v === 'true'),
 });
 
+/** An IPv4 or IPv6 address, optionally with a /prefix. */
+function isAddressOrCidr(value: string): boolean {
+  const [address, prefix, ...rest] = value.split('/');
+  const version = isIP(address ?? '');
+  if (!version || rest.length) return false;
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return /^\d{1,3}$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
+}
+
+/** Which proxies may set X-Forwarded-For: none, or these addresses and ranges. */
+export type TrustProxy = false | string[];
+
 export type DatabaseConfig =
-  | { kind: 'pglite'; dataDir: string | undefined }
+  /** durable: Postgres's own fsync at commit and checkpoint (EMBEDDED_FSYNC, on by default). */
+  | { kind: 'pglite'; dataDir: string | undefined; durable?: boolean }
   | { kind: 'postgres'; url: string; poolSize: number };
 
 export type RateLimitConfig = { kind: 'memory' } | { kind: 'redis'; url: string };
@@ -65,7 +101,7 @@ export type RateLimitConfig = { kind: 'memory' } | { kind: 'redis'; url: string 
 export interface HttpConfig {
   host: string;
   port: number;
-  trustProxy: boolean;
+  trustProxy: TrustProxy;
   publicBaseUrl: string | undefined;
 }
 
@@ -213,7 +249,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     http: { host: e.HOST, port: e.PORT, trustProxy: e.TRUST_PROXY, publicBaseUrl: e.PUBLIC_BASE_URL },
     database: e.DATABASE_URL
       ? { kind: 'postgres', url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE }
-      : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg` },
+      : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg`, durable: e.EMBEDDED_FSYNC },
     rateLimit: e.REDIS_URL ? { kind: 'redis', url: e.REDIS_URL } : { kind: 'memory' },
     tracking: { platformFeeBps: e.PLATFORM_FEE_BPS, docsBaseUrl: e.DOCS_BASE_URL },
     identity: {

@@ -1,6 +1,7 @@
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
+import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
@@ -165,12 +166,68 @@ import(workerData.pgliteUrl).then(async ({ PGlite }) => { const db = await PGlit
   if (exitCode !== 0) throw new Error(`initialising the PGlite data directory ${dataDir} failed (worker exit code ${exitCode})`);
 }
 
+interface NodeStream {
+  nfd: number;
+}
+
+/**
+ * PGlite's Node file system with a working fsync. PGlite starts Postgres with `-F` (fsync off),
+ * and its Emscripten file system has no fsync either, so a commit reaches the page cache only:
+ * it survives a crash of the process but not of the machine. Here Postgres's fsync calls reach
+ * the disk (fdatasync is a no-op in Emscripten, hence wal_sync_method=fsync): the WAL at every
+ * commit, the data files at checkpoints, as a Postgres server does.
+ */
+type PostgresMod = Parameters<NodeFS['init']>[1];
+
+class DurableNodeFS extends NodeFS {
+  override async init(pg: PGlite, opts: Partial<PostgresMod>) {
+    const result = await super.init(pg, opts);
+    const preRun = result.emscriptenOpts.preRun ?? [];
+    result.emscriptenOpts.preRun = [
+      ...preRun,
+      (mod: PostgresMod) => {
+        const nodefs = (mod as unknown as { NODEFS: { stream_ops: Record<string, unknown> } }).NODEFS;
+        nodefs.stream_ops.fsync = (stream: NodeStream) => {
+          fsyncSync(stream.nfd);
+          return 0;
+        };
+      },
+    ];
+    return result;
+  }
+}
+
+const DURABLE_START_PARAMS = [...PGlite.defaultStartParams.filter((p) => p !== '-F'), '-c', 'wal_sync_method=fsync'];
+
+/** initdb writes without syncing: a fresh directory is synced once, files then directories. */
+function syncTree(path: string): void {
+  for (const entry of readdirSync(path, { withFileTypes: true })) {
+    const child = join(path, entry.name);
+    if (entry.isDirectory()) syncTree(child);
+    else if (entry.isFile()) syncPath(child);
+  }
+  syncPath(path);
+}
+
+function syncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export async function openDatabase(config: DatabaseConfig, options: DatabaseOptions = {}): Promise<Database> {
   if (config.kind === 'pglite') {
-    if (config.dataDir !== undefined) await initPgliteDataDir(config.dataDir);
-    const pglite = await PGlite.create(config.dataDir, {
-      parsers: { [INT8_OID]: toNumber, [NUMERIC_OID]: toNumber },
-    });
+    const pgliteOptions: PGliteOptions = { parsers: { [INT8_OID]: toNumber, [NUMERIC_OID]: toNumber } };
+    if (config.dataDir === undefined) return new PgliteDatabase(await PGlite.create(pgliteOptions));
+    const fresh = !existsSync(join(config.dataDir, 'PG_VERSION'));
+    await initPgliteDataDir(config.dataDir);
+    // In memory, or durable unless EMBEDDED_FSYNC=off chose speed over surviving a power loss.
+    if (config.durable === false) return new PgliteDatabase(await PGlite.create(config.dataDir, pgliteOptions));
+    if (fresh) syncTree(config.dataDir);
+    const pglite = await PGlite.create({ ...pgliteOptions, fs: new DurableNodeFS(config.dataDir), startParams: DURABLE_START_PARAMS });
     return new PgliteDatabase(pglite);
   }
   const types = {

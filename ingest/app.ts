@@ -3,11 +3,12 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import type { TrackingConfig } from '../core/config.js';
+import type { TrackingConfig, TrustProxy } from '../core/config.js';
 import type { Database } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
 import { rotationWarnings } from './http/auth.js';
 import { errorHandler, registerErrorHandling } from './http/errors.js';
+import { createFailedAuthThrottle } from './http/auth/failed-auth.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { lazyRequestLoggers } from './http/request-log.js';
 import { cliLoginPageRoutes } from './routes/cli-login-page.js';
@@ -24,8 +25,11 @@ export interface AppDeps {
   db: Database;
   rateLimits: RateLimitStore;
   logger: Logger;
-  trustProxy: boolean;
+  /** The proxies whose X-Forwarded-For is believed (config TRUST_PROXY); never every hop. */
+  trustProxy: TrustProxy;
   tracking: TrackingConfig;
+  /** Failed authentications per client address and minute before 429 (default AUTH_FAILURES_PER_MINUTE). */
+  authFailuresPerMinute?: number;
   /** Milliseconds since the epoch; rate-limit windows are read from it. */
   clock?: () => number;
   /** The warehouse behind the dashboard's performance figures; without it that route answers 500. */
@@ -104,18 +108,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const { db, rateLimits } = deps;
   const clock = deps.clock ?? Date.now;
+  const authThrottle = createFailedAuthThrottle({ store: rateLimits, log: app.log, clock, limit: deps.authFailuresPerMinute });
   const { docsBaseUrl, platformFeeBps } = deps.tracking;
   await app.register(
     async (scope) => {
-      scope.register(trackRoutes, { prefix: '/track', db, rateLimits, clock, platformFeeBps, docsBaseUrl });
-      scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, clock, docsBaseUrl });
-      scope.register(cliRoutes, { prefix: '/cli', db, rateLimits, clock, docsBaseUrl, platformFeeBps, identity: deps.cliIdentity });
+      scope.register(trackRoutes, { prefix: '/track', db, rateLimits, authThrottle, clock, platformFeeBps, docsBaseUrl });
+      scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, authThrottle, clock, docsBaseUrl });
+      scope.register(cliRoutes, { prefix: '/cli', db, rateLimits, authThrottle, clock, docsBaseUrl, platformFeeBps, identity: deps.cliIdentity });
     },
     { prefix: '/api/v1' },
   );
-  await app.register(managementRoutes, { prefix: '/api/tracking', db });
-  await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock });
-  await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse: deps.warehouse, rateLimits, clock });
+  await app.register(managementRoutes, { prefix: '/api/tracking', db, authThrottle });
+  await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock, authThrottle });
+  await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse: deps.warehouse, rateLimits, clock, authThrottle });
 
   await app.register(dashboardPageRoutes);
   await app.register(cliLoginPageRoutes, { db, identity: deps.cliIdentity });

@@ -17,6 +17,14 @@ export interface DemoCredentials {
   agentKey: string;
 }
 
+/** The demo data of this start: `created` only on the start that made it. */
+export interface DemoStart {
+  credentials: DemoCredentials;
+  created: boolean;
+  /** Where the credentials are kept (mode 600). */
+  file: string;
+}
+
 const anyWorkspace = sql('demo.any_workspace', `SELECT 1 AS found FROM workspaces LIMIT 1`);
 
 /**
@@ -24,9 +32,9 @@ const anyWorkspace = sql('demo.any_workspace', `SELECT 1 AS found FROM workspace
  * a new user can call the API with curl at once (an agent key with every scope included). The keys are written to
  * <dataDir>/demo-credentials.json (the only place the full key is kept: the database has its hash).
  */
-export async function ensureDemo(db: Database, dataDir: string, siteOrigin: string): Promise<DemoCredentials | undefined> {
+export async function ensureDemo(db: Database, dataDir: string, siteOrigin: string): Promise<DemoStart | undefined> {
   const file = join(dataDir, 'demo-credentials.json');
-  if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as DemoCredentials;
+  if (existsSync(file)) return { credentials: JSON.parse(await readFile(file, 'utf8')) as DemoCredentials, created: false, file };
   if (await db.one(anyWorkspace)) return undefined; // not fresh: never seed beside real data
   const workspaceId = await createWorkspace(db, 'Demo workspace');
   const ownerId = await addMember(db, workspaceId, 'owner@demo.example', 'owner', 'Demo owner');
@@ -46,5 +54,30 @@ export async function ensureDemo(db: Database, dataDir: string, siteOrigin: stri
   const { agentKey } = await issueAgentKey(db, workspaceId, 'Demo agent', AGENT_SCOPES);
   const credentials = { programId: program.id, apiKey, affCode: partner.affCode, dashboardToken, agentKey };
   await writeFile(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
-  return credentials;
+  return { credentials, created: true, file };
+}
+
+/**
+ * The demo's lines of the start banner. Secrets are printed once, on the start that created them
+ * (terminals scroll into logs and screen shares); afterwards the banner names the file.
+ */
+export function demoBannerLines(url: string, demo: DemoStart): string[] {
+  const { credentials } = demo;
+  const lines = [`  demo program id:      ${credentials.programId}`, `  demo aff code:        ${credentials.affCode}`];
+  if (demo.created) {
+    lines.push(
+      `  demo API key:         ${credentials.apiKey}`,
+      `  demo dashboard token: ${credentials.dashboardToken}`,
+      `  demo agent key:       ${credentials.agentKey}`,
+      `  (shown once; kept in ${demo.file})`,
+    );
+  } else {
+    lines.push(`  demo API key, dashboard token and agent key: in ${demo.file}`);
+  }
+  lines.push(
+    ``,
+    `  try: curl -s ${url}/api/v1/track/click -H 'content-type: application/json' \\`,
+    `         -d '{"affiliate_url":"https://shop.demo.example/?aff=${credentials.affCode}"}'`,
+  );
+  return lines;
 }

@@ -7,6 +7,7 @@
  *   npm run ops -- issue-agent-key <workspaceId> <scopes: all | comma-separated> [name]
  *   npm run ops -- revoke-agent-key <keyId>
  *   npm run ops -- list-agent-keys <workspaceId>
+ *   npm run ops -- revoke-sessions <email>
  */
 import { mkdir } from 'node:fs/promises';
 import { loadConfig } from '../core/config.js';
@@ -14,7 +15,7 @@ import { openDatabase } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
 import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../ingest/domain/agent-keys.js';
 import { markKeyForRotation } from '../ingest/domain/api-keys.js';
-import { addMember, createSession, createWorkspace, type Role } from '../ingest/domain/workspaces.js';
+import { addMember, createSession, createWorkspace, revokeUserSessions, type Role } from '../ingest/domain/workspaces.js';
 
 const usage = `usage:
   npm run ops -- mark-key-rotation <programId> <deadline ISO 8601>
@@ -22,7 +23,8 @@ const usage = `usage:
   npm run ops -- create-session <workspaceId> <email> [owner|member]
   npm run ops -- issue-agent-key <workspaceId> <scopes: all | comma-separated> [name]
   npm run ops -- revoke-agent-key <keyId>
-  npm run ops -- list-agent-keys <workspaceId>`;
+  npm run ops -- list-agent-keys <workspaceId>
+  npm run ops -- revoke-sessions <email>`;
 
 const positiveId = (value: string | undefined): number => {
   const id = Number(value);
@@ -79,6 +81,15 @@ async function main(argv: string[]) {
       }
       case 'list-agent-keys': {
         for (const key of await listAgentKeys(db, positiveId(args[0]))) console.log(JSON.stringify(key));
+        return;
+      }
+      // A person's access ends at once: every dashboard session and CLI login token of the email.
+      case 'revoke-sessions': {
+        const [email] = args;
+        if (!email) throw new Error(usage);
+        const revoked = await revokeUserSessions(db, email);
+        if (!revoked.users) throw new Error(`no user has the email ${email}`);
+        console.log(`${email}: ${revoked.sessions} dashboard session(s) and ${revoked.loginTokens} CLI login token(s) revoked`);
         return;
       }
       default:

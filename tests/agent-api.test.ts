@@ -456,7 +456,7 @@ describe('the embedded start', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'ats-agent-demo-'));
     const app = await buildTestApp(t.db);
     try {
-      const demo = await ensureDemo(t.db, dataDir, 'http://localhost:3000');
+      const demo = (await ensureDemo(t.db, dataDir, 'http://localhost:3000'))?.credentials;
       const written = JSON.parse(await readFile(join(dataDir, 'demo-credentials.json'), 'utf8'));
       expect(written.agentKey).toBe(demo!.agentKey);
       expect(written.agentKey).toMatch(/^agt_/);

@@ -69,8 +69,9 @@ describe('credentials', () => {
 
   it('a program-key route whose anonymous flag disagrees with the table does not start', () => {
     const db = { kind: 'postgres' } as never; // never queried: the hook is only built
-    expect(() => programKeyHook(db, { surface: 'sale', anonymousAllowed: true, docsBaseUrl: DOCS_BASE_URL })).toThrow(/requirement table/);
-    expect(() => programKeyHook(db, { surface: 'click', anonymousAllowed: true, docsBaseUrl: DOCS_BASE_URL })).not.toThrow();
+    const throttle = undefined as never;
+    expect(() => programKeyHook(db, { surface: 'sale', anonymousAllowed: true, docsBaseUrl: DOCS_BASE_URL, throttle })).toThrow(/requirement table/);
+    expect(() => programKeyHook(db, { surface: 'click', anonymousAllowed: true, docsBaseUrl: DOCS_BASE_URL, throttle })).not.toThrow();
   });
 });
 

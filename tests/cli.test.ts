@@ -48,7 +48,7 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
         rateLimits: memoryRateLimitStore(),
         clock: () => now,
         logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
-        trustProxy: true,
+        trustProxy: ['127.0.0.1'],
         tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
         cliIdentity: {
           verifier: createIdentityVerifier({ issuer, clientId: CLIENT_ID, audience: CLIENT_ID, algorithms: ['RS256'], timeoutMs: 2_000 }),

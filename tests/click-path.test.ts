@@ -36,7 +36,7 @@ describe.each(databaseKinds())('click path on %s', (kind) => {
       db: t.db,
       rateLimits: memoryRateLimitStore(),
       logger: createLogger(level, sink),
-      trustProxy: true,
+      trustProxy: ['127.0.0.1'],
       tracking: { platformFeeBps: 2_000, docsBaseUrl: DOCS_BASE_URL },
     });
     apps.push(app);

@@ -330,6 +330,11 @@ describe.runIf(browserTestsRun())('dashboard page in a real Chromium, on the rea
     await page.click('#sign-out');
     await page.waitForSelector('main[data-state="signed-out"]');
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    // Signing out revokes the session on the server: a copy of the token no longer works.
+    await expect
+      .poll(async () => (await fetch(`${base}/api/tracking/programs`, { headers: { authorization: `Bearer ${token}` } })).status)
+      .toBe(401);
+    expect(requests.some((r) => new URL(r.url).pathname === '/api/tracking/session' && r.authorization === `Bearer ${token}`)).toBe(true);
   });
 
   it('a session that ends while the page is open sends the user back to sign in, token dropped', async () => {

@@ -171,7 +171,7 @@ describe.each(databaseKinds())('server SDK against the real service on %s', (kin
       rateLimits: memoryRateLimitStore(),
       clock,
       logger: createLogger('info', { write: (line: string) => void logLines.push(JSON.parse(line)) }),
-      trustProxy: true,
+      trustProxy: ['127.0.0.1'],
       tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
@@ -431,7 +431,7 @@ describe.each(databaseKinds())('server SDK against the real service on %s', (kin
       db,
       rateLimits: unlimitedRateLimits(),
       logger: createLogger('silent'),
-      trustProxy: true,
+      trustProxy: ['127.0.0.1'],
       tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
     });
     try {

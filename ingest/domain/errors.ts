@@ -16,7 +16,8 @@ export type Refusal =
   | { reason: 'status_locked'; status: string }
   | { reason: 'customer_key_taken' }
   // Sales and refunds
-  | { reason: 'duplicate_transaction'; saleId: string }
+  // saleId null: the transaction_id belongs to a real sale of another program, which is not named.
+  | { reason: 'duplicate_transaction'; saleId: string | null }
   | { reason: 'no_junction' }
   | { reason: 'outside_window' }
   | { reason: 'partner_required' }

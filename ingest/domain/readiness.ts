@@ -12,6 +12,12 @@ interface ReadinessRow {
   test_sales: number;
 }
 
+const collisions = sql(
+  'readiness.transaction_id_collisions',
+  `SELECT transaction_id, attempts, last_seen_at FROM transaction_id_collisions WHERE program_id = $1
+    ORDER BY last_seen_at DESC, transaction_id LIMIT 10`,
+);
+
 const q = sql(
   'readiness.facts',
   `SELECT p.payment_tracking_mode, p.lead_auth, cardinality(p.allowed_origins) AS allowed_origins,
@@ -32,6 +38,7 @@ export interface ReadinessCheck {
 /** What a brand needs to know before going live, from the point of view of the calling key. */
 export async function computeReadiness(db: Database, key: ProgramKey, now = new Date()) {
   const f = (await db.one<ReadinessRow>(q, [key.programId]))!;
+  const collided = await db.many<{ transaction_id: string; attempts: number; last_seen_at: Date }>(collisions, [key.programId]);
   const marked = key.rotationDeadline !== null;
   const checks: ReadinessCheck[] = [
     {
@@ -66,6 +73,9 @@ export async function computeReadiness(db: Database, key: ProgramKey, now = new 
     referral_links: { enabled: f.enabled_links },
     test_events: { click: f.test_clicks, lead: f.test_leads, sale: f.test_sales },
     checks,
+    // Real sales of this program refused with 409 because another program had recorded the same
+    // transaction_id first: they were not recorded here (issue 15). Newest first, at most 10.
+    transaction_id_collisions: collided.map((c) => ({ transaction_id: c.transaction_id, attempts: c.attempts, last_seen_at: c.last_seen_at.toISOString() })),
     checked_at: now.toISOString(),
   };
 }

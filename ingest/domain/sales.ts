@@ -1,5 +1,5 @@
-import type { Database, Queryable } from '../../core/db.js';
-import type { Refusal } from './errors.js';
+import { sql, type Database, type Queryable } from '../../core/db.js';
+import { DomainError, type Refusal } from './errors.js';
 import { createBatchedWriter, writeOne } from './tracking-writes.js';
 import type { Currency } from './payments.js';
 
@@ -110,8 +110,29 @@ export async function recordSale(db: Queryable, input: SaleInput, feeBps: number
   return saleOutcome(await writeOne(db, 'sale', saleItem(input), feeBps));
 }
 
-/** POST /track/sale's writer: concurrent sales in one statement and one commit (tracking-writes.ts). */
+const noteCollision = sql(
+  'transaction_id_collisions.note',
+  `INSERT INTO transaction_id_collisions (program_id, transaction_id) VALUES ($1, $2)
+   ON CONFLICT (program_id, transaction_id)
+   DO UPDATE SET attempts = transaction_id_collisions.attempts + 1, last_seen_at = now()`,
+);
+
+/**
+ * POST /track/sale's writer: concurrent sales in one statement and one commit (tracking-writes.ts).
+ * A real sale refused because another program holds its transaction_id is noted for the refused
+ * program, which sees it in readiness (never the other program's sale).
+ */
 export function createSaleWriter(db: Database, feeBps: number): (input: SaleInput) => Promise<SaleOutcome> {
   const write = createBatchedWriter(db, 'sale', feeBps);
-  return async (input) => saleOutcome(await write(saleItem(input)));
+  return async (input) => {
+    const item = saleItem(input);
+    try {
+      return saleOutcome(await write(item));
+    } catch (error) {
+      if (error instanceof DomainError && error.refusal.reason === 'duplicate_transaction' && error.refusal.saleId === null) {
+        await db.many(noteCollision, [item.program_id, item.transaction_id]);
+      }
+      throw error;
+    }
+  };
 }

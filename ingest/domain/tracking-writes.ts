@@ -24,7 +24,8 @@ const RAISED = 'refused';
 function refusalOf(reason: string | undefined, hint: string | null | undefined): DomainError | undefined {
   switch (reason) {
     case 'duplicate_transaction':
-      return refused({ reason, saleId: hint ?? '' });
+      // An empty hint: another program's sale, which is not named.
+      return refused({ reason, saleId: hint || null });
     case 'status_locked':
       return refused({ reason, status: hint ?? '' });
     case 'customer_not_found':

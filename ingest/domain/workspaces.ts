@@ -3,11 +3,38 @@ import { hashSecret, newSessionToken } from './secrets.js';
 
 export type Role = 'owner' | 'member';
 
+/**
+ * A dashboard session lasts this long after its last use (ours, docs/decisions.md "Keys and
+ * sessions"): the same 30 days as a CLI login token, renewed on use so a session in use stays.
+ */
+export const SESSION_IDLE_LIFETIME_MS = 30 * 24 * 3_600_000;
+/** The expiry is pushed forward at most this often, so reads rarely write. */
+const SESSION_RENEW_EVERY_MS = 3_600_000;
+
 const q = {
+  // One indexed lookup; a live session that has not been renewed for an hour is renewed with it.
   sessionUser: sql(
     'sessions.user',
-    `SELECT user_id AS "userId" FROM dashboard_sessions
-      WHERE token_hash = $1 AND (expires_at IS NULL OR expires_at > now())`,
+    `WITH live AS (
+       SELECT id, user_id, expires_at FROM dashboard_sessions WHERE token_hash = $1 AND expires_at > now()
+     ), renewed AS (
+       UPDATE dashboard_sessions s SET expires_at = now() + make_interval(secs => $2::double precision / 1000)
+         FROM live
+        WHERE s.id = live.id AND live.expires_at < now() + make_interval(secs => ($2::double precision - $3) / 1000)
+     )
+     SELECT user_id AS "userId" FROM live`,
+  ),
+  revokeSession: sql('sessions.revoke', `DELETE FROM dashboard_sessions WHERE token_hash = $1 RETURNING id`),
+  revokeUserSessions: sql(
+    'sessions.revoke_user',
+    `WITH person AS (SELECT id FROM users WHERE lower(email) = lower($1)),
+     sessions AS (DELETE FROM dashboard_sessions WHERE user_id IN (SELECT id FROM person) RETURNING id),
+     tokens AS (
+       UPDATE cli_login_tokens SET revoked_at = now()
+        WHERE user_id IN (SELECT id FROM person) AND revoked_at IS NULL RETURNING id
+     )
+     SELECT (SELECT count(*) FROM person) AS users, (SELECT count(*) FROM sessions) AS sessions,
+            (SELECT count(*) FROM tokens) AS "loginTokens"`,
   ),
   workspaces: sql(
     'members.workspaces',
@@ -26,13 +53,24 @@ const q = {
   ),
   session: sql(
     'sessions.insert',
-    `INSERT INTO dashboard_sessions (user_id, token_hash, expires_at) VALUES ($1, $2, $3)`,
+    `INSERT INTO dashboard_sessions (user_id, token_hash, expires_at)
+     VALUES ($1, $2, COALESCE($3::timestamptz, now() + make_interval(secs => $4::double precision / 1000)))`,
   ),
 };
 
 /** The user of a live dashboard session: one lookup by the token's hash (unique index). */
 export async function sessionUserId(db: Database, token: string): Promise<number | undefined> {
-  return (await db.one<{ userId: number }>(q.sessionUser, [hashSecret(token)]))?.userId;
+  return (await db.one<{ userId: number }>(q.sessionUser, [hashSecret(token), SESSION_IDLE_LIFETIME_MS, SESSION_RENEW_EVERY_MS]))?.userId;
+}
+
+/** Sign-out: the session stops working at once, on every process. False when it was not live. */
+export async function revokeSession(db: Database, token: string): Promise<boolean> {
+  return (await db.many(q.revokeSession, [hashSecret(token)])).length > 0;
+}
+
+/** The operator's revocation of a person: every dashboard session and CLI login token of the email. */
+export async function revokeUserSessions(db: Database, email: string): Promise<{ users: number; sessions: number; loginTokens: number }> {
+  return (await db.one<{ users: number; sessions: number; loginTokens: number }>(q.revokeUserSessions, [email]))!;
 }
 
 export async function workspacesOf(db: Database, userId: number) {
@@ -49,9 +87,9 @@ export async function addMember(db: Queryable, workspaceId: number, email: strin
   return userId;
 }
 
-/** Issues a dashboard session token; only its hash is stored. */
-export async function createSession(db: Queryable, userId: number, expiresAt: Date | null = null): Promise<string> {
+/** Issues a dashboard session token (only its hash is stored), live for the idle lifetime unless expiresAt says otherwise. */
+export async function createSession(db: Queryable, userId: number, expiresAt?: Date): Promise<string> {
   const token = newSessionToken();
-  await db.many(q.session, [userId, hashSecret(token), expiresAt?.toISOString() ?? null]);
+  await db.many(q.session, [userId, hashSecret(token), expiresAt?.toISOString() ?? null, SESSION_IDLE_LIFETIME_MS]);
   return token;
 }

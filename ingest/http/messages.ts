@@ -74,6 +74,8 @@ export const M = {
     hint: 'A workspace owner can regenerate the key in the dashboard program settings, then update your server.', // ours
   },
   rateLimited: 'Too many requests. Retry after the time given in Retry-After.', // ours
+  authThrottled:
+    'Too many requests with an invalid key or token from this address. Check the credential, then retry after the time given in Retry-After.', // ours
   body: {
     notObject: 'Request body must be a JSON object', // ours
     invalidJson: 'Request body is not valid JSON', // ours

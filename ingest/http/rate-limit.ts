@@ -17,17 +17,37 @@ export interface RateLimitStore {
   close(): Promise<void>;
 }
 
-export function memoryRateLimitStore(): RateLimitStore {
+export interface MemoryStoreOptions {
+  /**
+   * The most keys counted in one window. Spoofed addresses or random keys could otherwise grow the
+   * map without end; past the bound a new key is let through uncounted (the keys already counted
+   * keep their counts), as a Redis outage is: tracking availability over limit precision.
+   */
+  maxKeys?: number;
+  /** Called once per window when the bound is first reached. */
+  onFull?: (maxKeys: number) => void;
+}
+
+export const MEMORY_STORE_MAX_KEYS = 100_000;
+
+export function memoryRateLimitStore({ maxKeys = MEMORY_STORE_MAX_KEYS, onFull }: MemoryStoreOptions = {}): RateLimitStore {
   let currentWindow = -1;
   let counts = new Map<string, number>();
+  let full = false;
   return {
     hit(key, windowStart) {
       // Only the current window matters: dropping the old map bounds memory to one window's keys.
       if (windowStart !== currentWindow) {
         currentWindow = windowStart;
         counts = new Map();
+        full = false;
       }
       const count = (counts.get(key) ?? 0) + 1;
+      if (count === 1 && counts.size >= maxKeys) {
+        if (!full) onFull?.(maxKeys);
+        full = true;
+        return 1;
+      }
       counts.set(key, count);
       return count;
     },
@@ -58,6 +78,23 @@ export async function redisRateLimitStore(url: string): Promise<RateLimitStore> 
   };
 }
 
+/**
+ * The spec's 429: typed envelope, Retry-After in seconds until the window's end; `budget` sets the
+ * X-RateLimit headers of the budget that ran out when the route's own are not the ones.
+ */
+export function tooManyRequests(message: string, at: number, resetAt: number, budget?: { limit: number; remaining: number; reset: number }): ApiError {
+  const retryAfter = Math.max(1, Math.ceil((resetAt - at) / 1000));
+  const limitHeaders: Record<string, string> = budget
+    ? { 'X-RateLimit-Limit': String(budget.limit), 'X-RateLimit-Remaining': String(budget.remaining), 'X-RateLimit-Reset': String(budget.reset) }
+    : {};
+  return new ApiError(429, message, {
+    envelope: 'typed',
+    code: 'rate_limited',
+    extra: { status: 429, retry_after_seconds: retryAfter },
+    headers: { ...limitHeaders, 'Retry-After': String(retryAfter) },
+  });
+}
+
 export interface RateRule {
   /** Routes that share a budget share a bucket (sale and refund). */
   bucket: string;
@@ -80,13 +117,7 @@ export function rateLimitHook(store: RateLimitStore, rule: RateRule, log: Fastif
     reply.header('X-RateLimit-Remaining', String(Math.max(0, rule.limit - count)));
     reply.header('X-RateLimit-Reset', resetHeader);
     if (count <= rule.limit) return undefined;
-    const retryAfter = Math.max(1, Math.ceil((resetAt - at) / 1000));
-    return new ApiError(429, M.rateLimited, {
-      envelope: 'typed',
-      code: 'rate_limited',
-      extra: { status: 429, retry_after_seconds: retryAfter },
-      headers: { 'Retry-After': String(retryAfter) },
-    });
+    return tooManyRequests(M.rateLimited, at, resetAt);
   }
 
   // A limiter outage must not stop tracking: fail open, loudly.

@@ -37,7 +37,7 @@ const USUAL: RefusalAnswers = {
   customer_other_program: () => badRequest(M.lead.otherProgram),
   status_locked: (r) => badRequest(M.lead.statusLocked(r.status)),
   customer_key_taken: () => badRequest(M.lead.customerKeyTaken),
-  duplicate_transaction: (r) => new ApiError(409, M.sale.duplicate, { details: { sale_id: r.saleId } }),
+  duplicate_transaction: (r) => new ApiError(409, M.sale.duplicate, { details: r.saleId === null ? {} : { sale_id: r.saleId } }),
   no_junction: () => badRequest(M.sale.noJunction, 'no_attribution'),
   outside_window: () => badRequest(M.sale.outsideWindow, 'no_attribution'),
   partner_required: () => badRequest(M.sale.partnerIdRequired, 'no_attribution'),

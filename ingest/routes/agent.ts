@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { createAuth, presentedKeyId } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { PlatformError, TypedError } from '../http/schemas.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { mcpRoutes } from './agent/mcp.js';
@@ -10,6 +11,8 @@ import { operationContext } from './agent/context.js';
 import { OPERATIONS, type OperationInput } from './agent/operations.js';
 
 export interface AgentDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
   warehouse?: Warehouse;
   rateLimits: RateLimitStore;
@@ -29,7 +32,7 @@ const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404
  */
 export const agentRoutes: FastifyPluginAsync<AgentDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const auth = createAuth({ db: deps.db });
+  const auth = createAuth({ db: deps.db, throttle: deps.authThrottle });
   const limit = rateLimitHook(
     deps.rateLimits,
     { bucket: 'agent', limit: AGENT_RATE_LIMIT, keyOf: (request) => presentedKeyId(request) ?? request.ip },

@@ -9,6 +9,7 @@ import { integrationFacts, integrationStatus } from '../domain/dashboard.js';
 import { createProgram } from '../domain/programs.js';
 import { workspacesOf } from '../domain/workspaces.js';
 import { createAuth, presentedKeyId } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { ApiError, badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
@@ -26,6 +27,8 @@ export interface CliIdentity {
 }
 
 export interface CliDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
   rateLimits: RateLimitStore;
   clock: () => number;
@@ -154,7 +157,7 @@ const errors = { 400: PlatformError, 401: z.union([PlatformError, TypedError]), 
 export const cliRoutes: FastifyPluginAsync<CliDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { db, identity } = deps;
-  const auth = createAuth({ db, docsBaseUrl: deps.docsBaseUrl });
+  const auth = createAuth({ db, docsBaseUrl: deps.docsBaseUrl, throttle: deps.authThrottle });
   const clicks = createClickWriter(db);
   const synthetic = { db, clicks, platformFeeBps: deps.platformFeeBps };
 

@@ -7,11 +7,14 @@ import { performance } from '../../queries/performance.js';
 import { MAX_RANGE_DAYS, PERIODS, rangeProblem, type RangeProblem } from '../../queries/periods.js';
 import { integrationFacts, integrationStatus } from '../domain/dashboard.js';
 import { createAuth } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { notFound } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { PlatformError, programIdParam } from '../http/schemas.js';
 
 export interface DashboardDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
   /** The warehouse the performance figures are read from; without it that route answers 500. */
   warehouse?: Warehouse;
@@ -145,7 +148,7 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (fastify
   const { db, warehouse, clock } = deps;
   // Performance and status refuse differently (403 everywhere against 401/404/403): their rows
   // of the requirement table say how.
-  const auth = createAuth({ db });
+  const auth = createAuth({ db, throttle: deps.authThrottle });
 
   app.get(
     '/performance/:programId',

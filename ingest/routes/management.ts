@@ -6,13 +6,16 @@ import { issueProgramKey } from '../domain/api-keys.js';
 import { COMMISSION_TYPES } from '../domain/commissions.js';
 import { canonicalOrigin } from '../domain/origins.js';
 import { createPartner, createProgram, getProgram, referralUrl, setLinkEnabled, updateProgram, type ProgramView } from '../domain/programs.js';
-import { workspacesOf } from '../domain/workspaces.js';
-import { createAuth } from '../http/auth.js';
+import { revokeSession, workspacesOf } from '../domain/workspaces.js';
+import { createAuth, parseSessionHeader } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { PlatformError, body, echo, programIdParam, text } from '../http/schemas.js';
 
 export interface ManagementDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
 }
 
@@ -103,11 +106,11 @@ const ProgramListItem = z.object({ id: z.number().int(), workspace_id: z.number(
 
 const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 409: PlatformError, 500: PlatformError };
 
-export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fastify, { db }) => {
+export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fastify, { db, authThrottle }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   // Who may do what, and the 401/403 of each refusal: the 'management' row of the requirement table.
-  const auth = createAuth({ db });
+  const auth = createAuth({ db, throttle: authThrottle });
   const session = auth.require('management');
   const programWrite = auth.require('management', 'program:write');
   const keyManage = auth.require('management', 'api_key:manage');
@@ -163,6 +166,24 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
     async (request) => ({
       data: await db.many<z.infer<typeof ProgramListItem>>(programsOfUser, [userOf(request)]),
     }),
+  );
+
+  // Sign-out: the presented session is deleted, so it stops working at once on every process.
+  app.delete(
+    '/session',
+    {
+      config,
+      ...session,
+      schema: {
+        summary: 'Sign out: revoke the dashboard session that makes this request',
+        response: { 200: z.object({ data: z.object({ signed_out: z.literal(true) }) }), ...errors },
+      },
+    },
+    async (request) => {
+      const presented = parseSessionHeader(request.headers.authorization);
+      if (presented.kind === 'token') await revokeSession(db, presented.token);
+      return { data: { signed_out: true as const } };
+    },
   );
 
   app.patch(

@@ -4,10 +4,13 @@ import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import { computeReadiness } from '../domain/readiness.js';
 import { createAuth, presentedKeyId, programKeyOf } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { TypedError } from '../http/schemas.js';
 
 export interface ReadinessDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
   rateLimits: RateLimitStore;
   clock: () => number;
@@ -28,6 +31,7 @@ const ReadinessOk = z.object({
     referral_links: z.object({ enabled: z.number().int() }),
     test_events: z.object({ click: z.number().int(), lead: z.number().int(), sale: z.number().int() }),
     checks: z.array(Check),
+    transaction_id_collisions: z.array(z.object({ transaction_id: z.string(), attempts: z.number().int(), last_seen_at: z.string() })),
     checked_at: z.string(),
   }),
 });
@@ -35,7 +39,7 @@ const ReadinessOk = z.object({
 export const readinessRoutes: FastifyPluginAsync<ReadinessDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
-  const auth = createAuth({ db: deps.db, docsBaseUrl: deps.docsBaseUrl });
+  const auth = createAuth({ db: deps.db, docsBaseUrl: deps.docsBaseUrl, throttle: deps.authThrottle });
   app.get(
     '/me/readiness',
     {

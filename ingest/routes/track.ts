@@ -11,6 +11,7 @@ import { CURRENCIES, PROVIDERS, type Currency } from '../domain/payments.js';
 import { createRefundWriter } from '../domain/refunds.js';
 import { createSaleWriter, type SaleOutcome } from '../domain/sales.js';
 import { presentedKeyId, programKeyHook } from '../http/auth.js';
+import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { badRequest, forbidden } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
@@ -18,6 +19,8 @@ import { PlatformError, TypedError, additionalData, body, echo, flag, storable, 
 import { refusalAnswer } from '../http/surfaces.js';
 
 export interface TrackDeps {
+  /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
+  authThrottle: FailedAuthThrottle;
   db: Database;
   rateLimits: RateLimitStore;
   clock: () => number;
@@ -254,7 +257,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
   const byIp = (r: FastifyRequest) => r.ip;
   const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
   const key = (surface: 'click' | 'lead' | 'sale' | 'refund', anonymousAllowed: boolean) =>
-    programKeyHook(db, { surface, anonymousAllowed, docsBaseUrl: deps.docsBaseUrl });
+    programKeyHook(db, { surface, anonymousAllowed, docsBaseUrl: deps.docsBaseUrl, throttle: deps.authThrottle });
   const saleRefundLimit = limit('sale_refund', 120, byKeyOrIp);
   const browserErrors = exposeBrowserErrors(db);
 

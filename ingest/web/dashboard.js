@@ -505,7 +505,14 @@ $('sign-in-form').addEventListener('submit', (event) => {
   const token = $('token').value.trim();
   if (token) void signIn(token);
 });
-$('sign-out').addEventListener('click', () => signOut());
+$('sign-out').addEventListener('click', () => {
+  // The server revokes the session, so a copy of the token (another tab, a screenshot) stops working too.
+  const token = state.token;
+  signOut();
+  if (token) {
+    void fetch('/api/tracking/session', { method: 'DELETE', headers: { authorization: `Bearer ${token}` }, cache: 'no-store', credentials: 'omit', keepalive: true }).catch(() => {});
+  }
+});
 $('refresh').addEventListener('click', () => void loadFigures());
 $('program').addEventListener('change', (event) => selectProgram(Number(event.target.value)));
 $('periods').addEventListener('click', (event) => {

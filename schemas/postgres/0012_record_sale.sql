@@ -49,6 +49,26 @@ CREATE FUNCTION platform_fee_event(fee platform_fees, cm commissions) RETURNS js
     'amount_cents', fee.amount_cents, 'currency', cm.currency, 'created_at', fee.created_at)
 $$;
 
+-- Raises duplicate_transaction when the transaction_id is taken in the sale's namespace: real sales
+-- share one (the spec's global guard), a program's test sales have their own (0010). The HINT is
+-- the sale id for the program's own sale and empty for another program's, which is never named.
+CREATE FUNCTION refuse_duplicate_sale(p_program_id bigint, p_transaction_id text, p_test boolean) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  existing sale_events;
+BEGIN
+  IF p_test THEN
+    SELECT * INTO existing FROM sale_events WHERE program_id = p_program_id AND transaction_id = p_transaction_id AND test;
+  ELSE
+    SELECT * INTO existing FROM sale_events WHERE transaction_id = p_transaction_id AND NOT test;
+  END IF;
+  IF existing.id IS NOT NULL THEN
+    RAISE EXCEPTION 'refused' USING DETAIL = 'duplicate_transaction',
+      HINT = CASE WHEN existing.program_id = p_program_id THEN existing.id::text ELSE '' END;
+  END IF;
+END
+$$;
+
 -- item: the sale as ingest/domain/sales.ts sends it (saleItem), one JSON object.
 -- A test-mode event: what the integration checklist and readiness count (as ingest/domain/test-events.ts).
 CREATE FUNCTION log_test_event(p_program_id bigint, p_event_type text, p_entity_id text) RETURNS void LANGUAGE sql AS $$
@@ -71,7 +91,6 @@ DECLARE
   p_customer_key text := item->>'customer_key';
   p_click_id text := item->>'click_id';
   p_test boolean := (item->>'test')::boolean;
-  existing uuid;
   occurred timestamptz := COALESCE((item->>'occurred_at')::timestamptz, now());
   k record;
   c customers;
@@ -85,10 +104,7 @@ DECLARE
   fee platform_fees;
   refusal text;
 BEGIN
-  SELECT id INTO existing FROM sale_events WHERE transaction_id = p_transaction_id;
-  IF FOUND THEN
-    RAISE EXCEPTION 'refused' USING DETAIL = 'duplicate_transaction', HINT = existing::text;
-  END IF;
+  PERFORM refuse_duplicate_sale(p_program_id, p_transaction_id, p_test);
 
   IF NOT p_test THEN
     -- The customer the sale is for, in the key's program, locked; created from a click with no lead yet.
@@ -148,12 +164,11 @@ BEGIN
   VALUES (p_program_id, c.id, c.partner_id, p_transaction_id, (item->>'amount_cents')::bigint, item->>'currency', occurred,
           item->>'provider', item->>'provider_payment_id', (item->>'livemode')::boolean, (item->>'is_recurring')::boolean,
           item->>'sale_type', item->>'subscription_id', p_test)
-  ON CONFLICT ON CONSTRAINT sale_events_transaction_id_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING * INTO s;
   IF s.id IS NULL THEN
     -- Another call took this transaction_id after the check above.
-    SELECT id INTO existing FROM sale_events WHERE transaction_id = p_transaction_id;
-    RAISE EXCEPTION 'refused' USING DETAIL = 'duplicate_transaction', HINT = existing::text;
+    PERFORM refuse_duplicate_sale(p_program_id, p_transaction_id, p_test);
   END IF;
   INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
   VALUES ('sale.recorded', 'sale:' || s.id, s.program_id, s.test, s.occurred_at, sale_recorded_event(s));

@@ -105,8 +105,11 @@ DECLARE
   cm commissions;
   fee platform_fees;
 BEGIN
+  -- A program may hold a real and a test sale under one transaction_id (test sales have their own
+  -- namespace, 0010): the real one is refunded.
   SELECT id, program_id, status, test INTO s FROM sale_events
-   WHERE transaction_id = p_transaction_id AND program_id = (item->>'program_id')::bigint FOR UPDATE;
+   WHERE transaction_id = p_transaction_id AND program_id = (item->>'program_id')::bigint
+   ORDER BY test LIMIT 1 FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'refused' USING DETAIL = 'sale_not_found';
   END IF;

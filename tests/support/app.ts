@@ -21,7 +21,7 @@ export async function buildTestApp(
     clock,
     warehouse,
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
-    trustProxy: true,
+    trustProxy: ['127.0.0.1'],
     tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
   });
   await app.ready();
@@ -34,6 +34,12 @@ export async function buildTestApp(
  * limits (tests/limits-and-cors.test.ts tests those, in memory and on Redis).
  */
 export const unlimitedRateLimits = (): RateLimitStore => ({ hit: () => 1, close: async () => {} });
+
+/** Memory always; Redis when REDIS_URL is set, and required in CI. */
+export function storeKinds(): ('memory' | 'redis')[] {
+  if (process.env.CI && !process.env.REDIS_URL) throw new Error('CI is set but REDIS_URL is not: the Redis rate-limit tests cannot be skipped in CI');
+  return process.env.REDIS_URL ? ['memory', 'redis'] : ['memory'];
+}
 
 let ipCounter = 0;
 /** A distinct client address per call, so per-IP limits do not couple unrelated tests. */

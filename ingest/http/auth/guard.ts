@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Database } from '../../../core/db.js';
 import { authorizeProgram, authorizeWorkspace, type AuthorizedProgram, type Permission, type Principal } from '../../domain/access.js';
 import { credentialOf } from './credentials.js';
+import type { FailedAuthThrottle } from './failed-auth.js';
 import { programKeyHook } from './program-key.js';
 import { refusal } from './refusal.js';
 import { REQUIREMENTS, type AccessAnswers, type Answer, type CredentialAnswers, type Family, type GuardedFamily, type ProgramKeyFamily } from './requirements.js';
@@ -19,6 +20,8 @@ export interface AuthDeps {
   db: Database;
   /** Needed by program-key families (the rotation docs link). */
   docsBaseUrl?: string;
+  /** Failed lookups counted per client address; past the limit, 429 before any lookup. */
+  throttle: FailedAuthThrottle;
 }
 
 const isProgramKeyFamily = (family: Family): family is ProgramKeyFamily => REQUIREMENTS[family].credential === 'programKey';
@@ -28,12 +31,12 @@ const isProgramKeyFamily = (family: Family): family is ProgramKeyFamily => REQUI
  * credential hook (onRequest, before validation) and the permission check on :programId
  * (preHandler, after validation), both answering from the requirement table.
  */
-export function createAuth({ db, docsBaseUrl }: AuthDeps) {
+export function createAuth({ db, docsBaseUrl, throttle }: AuthDeps) {
   /** onRequest: the family's credential into request.principal, or the family's refusal. */
   function authenticate(family: Family) {
     if (isProgramKeyFamily(family)) {
       if (docsBaseUrl === undefined) throw new Error(`${family}: program keys need docsBaseUrl`);
-      return programKeyHook(db, { surface: family, docsBaseUrl });
+      return programKeyHook(db, { surface: family, docsBaseUrl, throttle });
     }
     const { credential: kind, anonymous, refuse } = REQUIREMENTS[family];
     const credential = credentialOf(kind);
@@ -43,8 +46,12 @@ export function createAuth({ db, docsBaseUrl }: AuthDeps) {
         if (anonymous && presented.kind !== 'malformed') return;
         throw refusal(presented.kind === 'empty' ? refuse.missing : refuse.malformed);
       }
+      const throttled = throttle.check(request);
+      if (throttled) throw throttled;
       const principal = await credential.resolve(db, presented.token);
       if (!principal) {
+        const tooMany = await throttle.failed(request);
+        if (tooMany) throw tooMany;
         const why = (await credential.whyRefused?.(db, presented.token)) ?? 'invalid';
         const refuseUnknown: CredentialAnswers = refuse;
         throw refusal(why === 'unknownUser' && refuseUnknown.unknownUser ? refuseUnknown.unknownUser : refuse.invalid);

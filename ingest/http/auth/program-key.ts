@@ -5,6 +5,7 @@ import { createProgramKeyFinder, type ProgramKey } from '../../domain/api-keys.j
 import { ApiError } from '../errors.js';
 import { M } from '../messages.js';
 import { credentialOf, programKeyPrincipal } from './credentials.js';
+import type { FailedAuthThrottle } from './failed-auth.js';
 import { refusal } from './refusal.js';
 import { REQUIREMENTS, type ProgramKeyFamily } from './requirements.js';
 
@@ -30,6 +31,8 @@ export interface KeyAuthOptions {
   /** Must agree with the table (click and lead: no header or an empty token is a browser-mode call). */
   anonymousAllowed?: boolean;
   docsBaseUrl: string;
+  /** Failed lookups counted per client address; past the limit, 429 before any lookup. */
+  throttle: FailedAuthThrottle;
   now?: () => Date;
 }
 
@@ -68,7 +71,7 @@ export function programKeyHook(db: Database, options: KeyAuthOptions) {
 
   async function resolveKey(request: FastifyRequest, reply: FastifyReply, token: string) {
     const key = await findKey(token);
-    if (!key) throw refusal(refuse.invalid);
+    if (!key) throw (await options.throttle.failed(request)) ?? refusal(refuse.invalid);
     const principal = programKeyPrincipal(key, token);
     const { rotation } = principal;
     if (rotation) {
@@ -97,6 +100,8 @@ export function programKeyHook(db: Database, options: KeyAuthOptions) {
       return done(refusal(presented.kind === 'absent' ? refuse.malformed : refuse.missing));
     }
     if (presented.kind === 'malformed') return done(refusal(refuse.malformed));
+    const throttled = options.throttle.check(request);
+    if (throttled) return done(throttled);
     resolveKey(request, reply, presented.token).then(() => done(), done);
   };
 }
