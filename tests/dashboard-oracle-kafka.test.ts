@@ -15,7 +15,7 @@ import { topicsOf } from '../pipeline/topics.js';
 import { buildTestApp } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 import { dropTestTopics, kafkaBrokers, testKafkaConfig, waitForGroupCaughtUp } from './support/kafka.js';
-import { runPerformanceOracle, type Deliver } from './support/oracle.js';
+import { relayEverything, runPerformanceOracle, type Deliver } from './support/oracle.js';
 
 /*
  * The performance oracle of tests/dashboard-oracle.test.ts, delivered through the distributed path:
@@ -77,12 +77,9 @@ describe.skipIf(BROKERS.length === 0)(`performance oracle on ${kind}, through re
         deadLetterTopic: topics.deadLetter,
         batchSize: 50,
       });
-      for (;;) {
-        const result = await relay.relayOnce();
-        if (result.kind === 'retry') throw result.error;
+      await relayEverything(db, relay, (result) => {
         if (result.kind === 'ok' && result.deadLettered > 0) throw new Error(`${result.deadLettered} rows dead-lettered`);
-        if (result.kind !== 'ok') break;
-      }
+      });
       await waitForGroupCaughtUp(kafka, topics.events);
     };
     try {

@@ -7,7 +7,7 @@ import { DEAD_LETTER_TOPIC } from '../../pipeline/embedded-pipeline.js';
 import type { EventLog } from '../../pipeline/event-log.js';
 import { createLoader } from '../../pipeline/loader.js';
 import { createLoadingLog } from '../../pipeline/loading-log.js';
-import { createRelay } from '../../pipeline/relay.js';
+import { createRelay, type RelayResult } from '../../pipeline/relay.js';
 import { createTestProgram, freshIp, type TestProgram } from './app.js';
 import { referencePerformance, type DashboardQuery } from './oracle-reference.js';
 
@@ -47,14 +47,29 @@ export function embeddedDelivery(warehouse: Warehouse, options: { redeliverySeed
     close: () => loading.close(),
   };
   return async (db) => {
-    const relay = createRelay({ db, log, encode: codec.message, deadLetterTopic: DEAD_LETTER_TOPIC, batchSize: 20 });
-    for (;;) {
-      const result = await relay.relayOnce();
-      if (result.kind === 'retry') throw result.error;
-      if (result.kind !== 'ok') break;
-    }
+    await relayEverything(db, createRelay({ db, log, encode: codec.message, deadLetterTopic: DEAD_LETTER_TOPIC, batchSize: 20 }));
     if (deadLetters.length > 0) throw new Error(`dead letters: ${deadLetters.join('; ')}`);
   };
+}
+
+const unrelayed = sql('t.oracle_unrelayed', `SELECT count(*)::int AS n FROM outbox WHERE relayed_at IS NULL`);
+
+/**
+ * Relays until every committed outbox row is published. The relay holds back rows newer than the
+ * oldest transaction running anywhere on the server, and other test files run transactions on the
+ * same server, so an idle round is not yet the end: wait until none is left.
+ */
+export async function relayEverything(db: Database, relay: Pick<ReturnType<typeof createRelay>, 'relayOnce'>, onRound: (result: RelayResult) => void = () => {}): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const result = await relay.relayOnce();
+    if (result.kind === 'retry') throw result.error;
+    onRound(result);
+    if (result.kind === 'ok') continue;
+    if (((await db.one<{ n: number }>(unrelayed))?.n ?? 0) === 0) return;
+    if (Date.now() > deadline) throw new Error('outbox rows still unrelayed after 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** mulberry32: a small seeded generator, so a failing history can be replayed from its seed. */
