@@ -47,23 +47,27 @@ interface RawInserter {
  * NULL; booleans are `true`/`false`. Any other value (an object, an array) is refused.
  */
 export function tabSeparated(rows: readonly Record<string, unknown>[], columns: readonly string[]): Buffer {
-  let text = '';
-  for (const row of rows) {
-    let line = '';
-    for (let i = 0; i < columns.length; i += 1) {
-      const v = row[columns[i]!];
-      if (i > 0) line += '\t';
-      if (typeof v === 'string') line += SPECIAL.test(v) ? v.replace(SPECIALS, escapeOne) : v;
-      else if (typeof v === 'number') {
-        if (!Number.isFinite(v)) throw new Error(`${columns[i]}: ${v} is not a number the warehouse stores`);
-        line += String(v);
-      } else if (typeof v === 'boolean') line += v ? 'true' : 'false';
-      else if (v === null || v === undefined) line += '\\N';
-      else throw new Error(`${columns[i]}: cannot send ${typeof v} values to the warehouse`);
-    }
-    text += `${line}\n`;
+  // One string per row, joined once: V8 builds joins flat, where += builds ropes to flatten later.
+  const lines = new Array<string>(rows.length + 1);
+  const cells = new Array<string>(columns.length);
+  for (let r = 0; r < rows.length; r += 1) {
+    const row = rows[r]!;
+    for (let i = 0; i < columns.length; i += 1) cells[i] = cell(columns[i]!, row[columns[i]!]);
+    lines[r] = cells.join('\t');
   }
-  return Buffer.from(text, 'utf8');
+  lines[rows.length] = '';
+  return Buffer.from(lines.join('\n'), 'utf8');
+}
+
+function cell(column: string, v: unknown): string {
+  if (typeof v === 'string') return SPECIAL.test(v) ? v.replace(SPECIALS, escapeOne) : v;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error(`${column}: ${v} is not a number the warehouse stores`);
+    return String(v);
+  }
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (v === null || v === undefined) return '\\N';
+  throw new Error(`${column}: cannot send ${typeof v} values to the warehouse`);
 }
 
 const SPECIAL = /[\\\t\n\r]/;
