@@ -35,17 +35,9 @@ import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
 import { createAvroCodec } from '../pipeline/avro/codec.js';
 import { createLoader, type LoaderBatch } from '../pipeline/loader.js';
 import type { OutboxRow } from '../schemas/event-contract.js';
-import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, seedProgram, type SeededProgram } from './setup.js';
+import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, seedProgram, type SeededProgram } from './setup.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-function intSetting(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-  return value;
-}
 
 const settings = {
   adminUrl: process.env.DATABASE_URL || DEFAULT_ADMIN_URL,

@@ -60,6 +60,7 @@ import { loaderBreakdown, relayBreakdown } from './pipeline-breakdown.js';
 import { BrokerAdmin, kafkaConfig, runBaseline, type BaselineResult } from './pipeline-kafka.js';
 import type { TableSummary } from './pipeline-warehouse.js';
 import { running, startChild, stopChild, waitForHttp, freePort, type Child } from './processes.js';
+import { intSetting } from './setup.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -77,14 +78,6 @@ const TARGET_FRESHNESS_P99_MS = 1_000;
 const WATCHDOG_MS = 30 * 60_000;
 /** Longest wait for one run to drain (relay done, loader caught up). */
 const DRAIN_TIMEOUT_MS = 10 * 60_000;
-
-function intSetting(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-  return value;
-}
 
 function listSetting<T extends string>(name: string, fallback: T[], allowed: readonly T[]): T[] {
   const raw = process.env[name];
