@@ -125,7 +125,7 @@ class ClickHouseWarehouse implements Warehouse {
         await this.raw.rawInsert({ table, values: body, format: 'TSV', columns, settings });
         return;
       }
-      await this.client.insert({ table, values: Readable.from([body]), columns, format: 'TabSeparated', clickhouse_settings: settings });
+      await this.client.insert({ table, values: Readable.from([body], { objectMode: false }), columns, format: 'TabSeparated', clickhouse_settings: settings });
     });
   }
 
