@@ -12,6 +12,15 @@ import { createPartner, createProgram, type ProgramSettings } from '../ingest/do
 export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const BENCH_DATABASE = /^ats_bench_[a-z0-9]+$/;
 
+/** An integer knob from the environment, within [min, max]; the fallback when unset. */
+export function intSetting(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
+  return value;
+}
+
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`${what} took more than ${ms} ms`)))]);
 }

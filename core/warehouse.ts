@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import type { NamedQuery } from './db.js';
 
@@ -35,6 +36,45 @@ export interface Warehouse {
   close(): Promise<void>;
 }
 
+/** The part of chdb/connection's `.chdb` extension the warehouse uses. */
+interface RawInserter {
+  rawInsert(params: { table: string; values: Buffer; format: 'TSV'; columns: readonly string[]; settings: Record<string, string | number | boolean> }): Promise<unknown>;
+}
+
+/**
+ * Rows as TabSeparated text: what the engine parses with the least work (no quotes, no object
+ * keys), and cheap to write. Strings escape backslash, tab, newline and carriage return; `\N` is
+ * NULL; booleans are `true`/`false`. Any other value (an object, an array) is refused.
+ */
+export function tabSeparated(rows: readonly Record<string, unknown>[], columns: readonly string[]): Buffer {
+  // One string per row, joined once: V8 builds joins flat, where += builds ropes to flatten later.
+  const lines = new Array<string>(rows.length + 1);
+  const cells = new Array<string>(columns.length);
+  for (let r = 0; r < rows.length; r += 1) {
+    const row = rows[r]!;
+    for (let i = 0; i < columns.length; i += 1) cells[i] = cell(columns[i]!, row[columns[i]!]);
+    lines[r] = cells.join('\t');
+  }
+  lines[rows.length] = '';
+  return Buffer.from(lines.join('\n'), 'utf8');
+}
+
+function cell(column: string, v: unknown): string {
+  if (typeof v === 'string') return SPECIAL.test(v) ? v.replace(SPECIALS, escapeOne) : v;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error(`${column}: ${v} is not a number the warehouse stores`);
+    return String(v);
+  }
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (v === null || v === undefined) return '\\N';
+  throw new Error(`${column}: cannot send ${typeof v} values to the warehouse`);
+}
+
+const SPECIAL = /[\\\t\n\r]/;
+const SPECIALS = /[\\\t\n\r]/g;
+const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+const escapeOne = (c: string) => ESCAPES[c]!;
+
 type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
 
 const TABLE_NAME = /^[a-z_][a-z0-9_]*$/;
@@ -49,6 +89,8 @@ class ClickHouseWarehouse implements Warehouse {
   constructor(
     readonly kind: WarehouseConfig['kind'],
     private readonly client: ClickHouseClient,
+    /** chDB's own insert: a Buffer handed to the engine without a copy into the statement's text. */
+    private readonly raw?: RawInserter,
   ) {}
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -62,24 +104,28 @@ class ClickHouseWarehouse implements Warehouse {
     if (!TABLE_NAME.test(table)) return Promise.reject(new Error(`Invalid table name ${JSON.stringify(table)}`));
     if (!options.dedupToken) return Promise.reject(new Error(`An insert into ${table} needs a deduplication token`));
     if (rows.length === 0) return Promise.resolve();
-    // Arrays under an explicit column list: about 30% less work than objects (JSONEachRow) to
-    // write and to parse, measured on chDB; rows may list their keys in any order.
+    // Rows may list their keys in any order: the column list names them.
     const columns = Object.keys(rows[0]!) as [string, ...string[]];
-    const values = rows.map((row) => columns.map((column) => row[column]));
+    let body: Buffer;
+    try {
+      body = tabSeparated(rows, columns);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const settings = {
+      insert_deduplicate: 1,
+      insert_deduplication_token: options.dedupToken,
+      // Timestamps are sent as 'YYYY-MM-DD hh:mm:ss.ffffff' (UTC); anything else is an error, not a guess.
+      date_time_input_format: 'basic',
+      input_format_skip_unknown_fields: 0,
+    } satisfies ClickHouseSettings;
     return this.serial(async () => {
-      await this.client.insert({
-        table,
-        values,
-        columns,
-        format: 'JSONCompactEachRow',
-        clickhouse_settings: {
-          insert_deduplicate: 1,
-          insert_deduplication_token: options.dedupToken,
-          // Timestamps are sent as 'YYYY-MM-DD hh:mm:ss.ffffff' (UTC); anything else is an error, not a guess.
-          date_time_input_format: 'basic',
-          input_format_skip_unknown_fields: 0,
-        },
-      });
+      if (this.raw) {
+        // The bytes go to the engine as they are, the settings in the statement (not the session).
+        await this.raw.rawInsert({ table, values: body, format: 'TSV', columns, settings });
+        return;
+      }
+      await this.client.insert({ table, values: Readable.from([body], { objectMode: false }), columns, format: 'TabSeparated', clickhouse_settings: settings });
     });
   }
 
@@ -129,7 +175,7 @@ export async function openWarehouse(config: WarehouseConfig): Promise<Warehouse>
     // its own copy of those types: the same interface at run time, two declarations for tsc.
     const connection = createChdbConnection({ path: config.path }) as unknown as ClientConnection;
     const client = createClient({ connection });
-    return new ClickHouseWarehouse('chdb', client);
+    return new ClickHouseWarehouse('chdb', client, (connection as unknown as { chdb: RawInserter }).chdb);
   }
   const client = createClient({ url: config.url, request_timeout: 60_000 });
   return new ClickHouseWarehouse('http', client);

@@ -451,7 +451,7 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
   async function loadFacts(token: (table: string, extraHash?: string) => string, facts: Fact[]): Promise<void> {
     const placed = facts.filter((f) => f.hour !== null);
     const refunds = facts.filter((f) => f.hour === null);
-    if (placed.length) await deps.warehouse.insert(FACTS, placed, { dedupToken: token(FACTS) });
+    let completedHash = '';
     if (refunds.length) {
       const sales = new Map((await saleFacts(deps.warehouse, refunds.map((f) => ({ program_id: f.program_id, sale_id: f.entity })))).map((s) => [s.sale_id, s]));
       // A refund of a sale the warehouse never had (dead-lettered) takes nothing away.
@@ -461,11 +461,12 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
       });
       if (completed.length) {
         // What was looked up is part of the token, so a retry that finds more is never taken for a duplicate.
-        const completedHash = createHash('sha256').update(JSON.stringify(completed)).digest('hex').slice(0, 16);
-        await deps.warehouse.insert(FACTS, completed, { dedupToken: token(`${FACTS}.refunds`, completedHash) });
+        completedHash = createHash('sha256').update(JSON.stringify(completed)).digest('hex').slice(0, 16);
         placed.push(...completed);
       }
     }
+    // One insert (one part) for all of them: each insert costs a part's files whatever its size.
+    if (placed.length) await deps.warehouse.insert(FACTS, placed, { dedupToken: token(FACTS, completedHash) });
     await recomputeHours(
       deps.warehouse,
       placed.map((f) => ({ program_id: f.program_id, hour: f.hour! })),

@@ -424,4 +424,41 @@ describe('ClickHouse warehouse on chDB', () => {
     expect(calls).toEqual([batches.length, 1, 1]);
     expect(await warehouseNumbers(warehouse)).toEqual(await postgresNumbers(t));
   });
+
+  it('inserts keep every string as sent (tabs, newlines, backslashes, \\N, non-ASCII) and NULL apart from the text \\N; a value of another kind is refused', async () => {
+    const at = '2031-01-02 03:04:05.123456';
+    const tricky = ['a\tb', 'line\nbreak\r', 'back\\slash\\', '\\N', 'Zürich, 東京 🚀', '', ' leading and trailing '];
+    const rows = tricky.map((text, i) => ({
+      event_id: `00000000-0000-4000-8000-0000000000${String(i).padStart(2, '0')}`,
+      program_id: 990_001,
+      occurred_at: at,
+      test: i % 2 === 0,
+      change: 'created',
+      customer_id: i,
+      partner_id: i === 0 ? null : i,
+      partner_program_id: null,
+      // The nullable string: NULL for the first row, the text itself (even `\N`) for the others.
+      click_id: i === 0 ? null : text,
+      status: text,
+      provisional: false,
+      signup_date: null,
+      first_purchase_date: i === 1 ? at : null,
+      version: 1,
+      updated_at: at,
+    }));
+    await warehouse.insert('customer_changed', rows, { dedupToken: 't.escaping' });
+    const back = await warehouse.query<{ customer_id: number; click_id: string | null; status: string; test: boolean; partner_id: number | null; first_purchase_date: string | null }>(
+      sql(
+        't.escaping',
+        `SELECT customer_id, click_id, toString(status) AS status, test, partner_id, toString(first_purchase_date) AS first_purchase_date
+           FROM customer_changed WHERE program_id = 990001 ORDER BY customer_id`,
+      ),
+    );
+    expect(back).toEqual(
+      rows.map((r, i) => ({ customer_id: i, click_id: r.click_id, status: tricky[i], test: r.test, partner_id: r.partner_id, first_purchase_date: i === 1 ? at : null })),
+    );
+    await expect(warehouse.insert('customer_changed', [{ ...rows[0], status: { not: 'a string' } }], { dedupToken: 't.escaping.object' })).rejects.toThrow(/status/);
+    await expect(warehouse.insert('customer_changed', [{ ...rows[0], customer_id: Number.NaN }], { dedupToken: 't.escaping.nan' })).rejects.toThrow(/customer_id/);
+    expect(await warehouse.query(sql('t.escaping_count', `SELECT count() AS n FROM customer_changed WHERE program_id = 990001`))).toEqual([{ n: tricky.length }]);
+  });
 });
