@@ -1,4 +1,4 @@
-import { sql, type Database } from '../../core/db.js';
+import { sql, type Database, type Transaction } from '../../core/db.js';
 import { commissionEvent, platformFeeEvent, saleStatusChanged, type OutboxEvent } from '../../schemas/event-contract.js';
 import { refused } from './errors.js';
 import { appendEvents } from './outbox.js';
@@ -57,29 +57,32 @@ const q = {
 
 /** A full refund or chargeback of a recorded sale: the sale changes status, its commission and fee are reversed. */
 export async function recordRefund(db: Database, input: RefundInput): Promise<RefundOutcome> {
-  return db.transaction(async (tx) => {
-    const sale = await tx.one<{ id: string; program_id: number; status: SaleRow['status']; test: boolean }>(q.sale, [
-      input.transactionId,
-      input.programId,
-    ]);
-    if (!sale) throw refused({ reason: 'sale_not_found' });
-    const base = { saleId: sale.id, transactionId: input.transactionId };
-    if (sale.status !== 'paid') {
-      // Refunds are idempotent: the first one stands.
-      const prior = (await tx.one<{ id: string; reason: RefundReason; created_at: Date; reversed: boolean }>(q.existing, [sale.id]))!;
-      return { ...base, refundId: prior.id, reason: prior.reason, saleStatus: sale.status, commissionReversed: prior.reversed, createdAt: prior.created_at, recorded: false };
-    }
-    const refund = (await tx.one<{ id: string; created_at: Date }>(q.insert, [sale.id, sale.program_id, input.reason, input.refundReason ?? null]))!;
-    const saleStatus = input.reason === 'refund' ? 'refunded' : 'chargeback';
-    await tx.many(q.saleStatus, [sale.id, saleStatus]);
-    const commission = await tx.one<CommissionRow & { reversed_at: Date }>(q.reverseCommission, [sale.id]);
-    const events: OutboxEvent[] = [saleStatusChanged({ sale, transactionId: input.transactionId, status: saleStatus, reason: input.reason, refund })];
-    if (commission) {
-      events.push(commissionEvent('commission.reversed', commission, commission.reversed_at));
-      const fee = await tx.one<{ id: string; amount_cents: number; created_at: Date }>(q.reverseFee, [sale.id]);
-      if (fee) events.push(platformFeeEvent('platform_fee.reversed', commission, fee, commission.reversed_at));
-    }
-    await appendEvents(tx, events);
-    return { ...base, refundId: refund.id, reason: input.reason, saleStatus, commissionReversed: commission !== undefined, createdAt: refund.created_at, recorded: true };
-  });
+  return db.transaction((tx) => recordRefundIn(tx, input));
+}
+
+/** recordRefund inside the caller's transaction (a processor refund or dispute commits with its event row). */
+export async function recordRefundIn(tx: Transaction, input: RefundInput): Promise<RefundOutcome> {
+  const sale = await tx.one<{ id: string; program_id: number; status: SaleRow['status']; test: boolean }>(q.sale, [
+    input.transactionId,
+    input.programId,
+  ]);
+  if (!sale) throw refused({ reason: 'sale_not_found' });
+  const base = { saleId: sale.id, transactionId: input.transactionId };
+  if (sale.status !== 'paid') {
+    // Refunds are idempotent: the first one stands.
+    const prior = (await tx.one<{ id: string; reason: RefundReason; created_at: Date; reversed: boolean }>(q.existing, [sale.id]))!;
+    return { ...base, refundId: prior.id, reason: prior.reason, saleStatus: sale.status, commissionReversed: prior.reversed, createdAt: prior.created_at, recorded: false };
+  }
+  const refund = (await tx.one<{ id: string; created_at: Date }>(q.insert, [sale.id, sale.program_id, input.reason, input.refundReason ?? null]))!;
+  const saleStatus = input.reason === 'refund' ? 'refunded' : 'chargeback';
+  await tx.many(q.saleStatus, [sale.id, saleStatus]);
+  const commission = await tx.one<CommissionRow & { reversed_at: Date }>(q.reverseCommission, [sale.id]);
+  const events: OutboxEvent[] = [saleStatusChanged({ sale, transactionId: input.transactionId, status: saleStatus, reason: input.reason, refund })];
+  if (commission) {
+    events.push(commissionEvent('commission.reversed', commission, commission.reversed_at));
+    const fee = await tx.one<{ id: string; amount_cents: number; created_at: Date }>(q.reverseFee, [sale.id]);
+    if (fee) events.push(platformFeeEvent('platform_fee.reversed', commission, fee, commission.reversed_at));
+  }
+  await appendEvents(tx, events);
+  return { ...base, refundId: refund.id, reason: input.reason, saleStatus, commissionReversed: commission !== undefined, createdAt: refund.created_at, recorded: true };
 }

@@ -125,13 +125,7 @@ function testTransactionId(): string {
 
 export async function recordSale(db: Database, input: SaleInput, feeBps: number): Promise<SaleOutcome> {
   try {
-    return await db.transaction(async (tx) => {
-      const transactionId = input.transactionId ?? testTransactionId();
-      const existing = await tx.one<{ id: string }>(q.existing, [transactionId]);
-      if (existing) throw duplicate(existing.id);
-      if (input.test) return recordTestSale(tx, input, transactionId);
-      return recordPaidSale(tx, input, transactionId, feeBps);
-    });
+    return await db.transaction((tx) => recordSaleIn(tx, input, feeBps));
   } catch (error) {
     // Two sales with one transaction_id raced past the check: the loser is a duplicate.
     if (isUniqueViolation(error, 'sale_events_transaction_id_key') && input.transactionId !== undefined) {
@@ -140,6 +134,15 @@ export async function recordSale(db: Database, input: SaleInput, feeBps: number)
     }
     throw error;
   }
+}
+
+/** recordSale inside the caller's transaction (a processor event records its sale with its own row). */
+export async function recordSaleIn(tx: Transaction, input: SaleInput, feeBps: number): Promise<SaleOutcome> {
+  const transactionId = input.transactionId ?? testTransactionId();
+  const existing = await tx.one<{ id: string }>(q.existing, [transactionId]);
+  if (existing) throw duplicate(existing.id);
+  if (input.test) return recordTestSale(tx, input, transactionId);
+  return recordPaidSale(tx, input, transactionId, feeBps);
 }
 
 async function insertSale(tx: Transaction, input: SaleInput, transactionId: string, customer: CustomerRow | null) {
