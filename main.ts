@@ -32,6 +32,7 @@ function banner(url: string, mode: string, demo: DemoCredentials | undefined): s
       `  demo aff code:        ${demo.affCode}`,
       `  demo dashboard token: ${demo.dashboardToken}`,
       `  demo agent key:       ${demo.agentKey ?? '(none: npm run ops -- issue-agent-key <workspaceId> all)'}`,
+      `  processor webhook secret: ${demo.processorWebhookSecret ?? '(none: set PROCESSOR_WEBHOOK_SECRETS)'}`,
       ``,
       `  try: curl -s ${url}/api/v1/track/click -H 'content-type: application/json' \\`,
       `         -d '{"affiliate_url":"https://shop.demo.example/?aff=${demo.affCode}"}'`,
@@ -110,7 +111,10 @@ async function main() {
   }
   const app =
     config.roles.has('ingest') && db
-      ? await buildApp({ db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse, cliIdentity })
+      ? await buildApp({
+          db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse, cliIdentity,
+          processorWebhookSecrets: () => config.processor.webhookSecrets,
+        })
       : undefined;
 
   // Relay and loader figures: on /metrics when METRICS_PORT is set, and in the logs every minute.
@@ -177,6 +181,10 @@ async function main() {
     logger.info({ issuer: embeddedProvider.issuer }, 'embedded OpenID provider for svc login started');
   }
   const demo = config.database.kind === 'pglite' && config.seedDemo ? await ensureDemo(db, config.dataDir, new URL(url).origin) : undefined;
+  // The demo's processor secret is accepted beside the configured ones (the app reads the list per event).
+  if (demo?.processorWebhookSecret && !config.processor.webhookSecrets.includes(demo.processorWebhookSecret)) {
+    config.processor.webhookSecrets.push(demo.processorWebhookSecret);
+  }
   process.stdout.write(banner(url, describeMode(config), demo));
 }
 
