@@ -48,20 +48,25 @@ const q = {
             waiting_for = $7, payload = $8, updated_at = now()
       WHERE event_id = $1`,
   ),
+  // Waiting on one of these ids, or on any other id known to pay the same transaction.
   waiting: sql(
     'processor_events.waiting_for_refs',
-    `SELECT event_id, event_type, account_id, livemode, payload FROM processor_events
-      WHERE outcome = 'waiting' AND waiting_for && $1::text[] ORDER BY event_created_at, event_id FOR UPDATE`,
+    `SELECT event_id, payload FROM processor_events
+      WHERE outcome = 'waiting'
+        AND (waiting_for && $1::text[] OR waiting_for && ARRAY(SELECT ref FROM processor_payment_refs WHERE transaction_id = $2))
+      ORDER BY event_created_at, event_id FOR UPDATE`,
   ),
+  // Serializes the events of one payment across connections (see lockPayment).
+  lock: sql('processor.lock', `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`),
   addRefs: sql(
     'processor_payment_refs.add',
     `INSERT INTO processor_payment_refs (ref, transaction_id) SELECT unnest($1::text[]), $2 ON CONFLICT (ref) DO NOTHING`,
   ),
   transactionOf: sql(
     'processor_payment_refs.transaction',
-    `SELECT r.transaction_id, s.program_id FROM processor_payment_refs r JOIN sale_events s ON s.transaction_id = r.transaction_id
-      WHERE r.ref = ANY($1::text[]) LIMIT 1`,
+    `SELECT transaction_id FROM processor_payment_refs WHERE ref = ANY($1::text[]) ORDER BY transaction_id LIMIT 1`,
   ),
+  saleProgram: sql('processor.sale_program', `SELECT program_id FROM sale_events WHERE transaction_id = $1`),
   programExists: sql('processor.program_exists', `SELECT id FROM programs WHERE id = $1`),
   customerByEmail: sql(
     'processor.customer_by_email',
@@ -131,6 +136,7 @@ async function apply(tx: Transaction, event: ProcessorEvent, deps: ProcessorDeps
     case 'invoice_payment.paid': {
       const paid = readInvoicePayment(object);
       if (!paid) return result('skipped', 'unreadable_object');
+      await lockPayment(tx, [paid.invoiceId, ...paid.refs], paid.invoiceId);
       await addRefs(tx, [paid.invoiceId, ...paid.refs], paid.invoiceId);
       return result('recorded', null, { transactionId: paid.invoiceId });
     }
@@ -202,6 +208,7 @@ async function payment(tx: Transaction, event: ProcessorEvent, p: PaymentReading
   const program = await resolveProgram(tx, event, p.kind === 'payment' ? p.metadata.programId : p.programId);
   if (typeof program === 'string') return result('skipped', program);
   if (p.kind === 'skip') return result('skipped', p.reason, { programId: program });
+  await lockPayment(tx, p.refs, p.transactionId);
   const base = {
     programId: program,
     transactionId: p.transactionId,
@@ -258,10 +265,18 @@ async function settleProvisional(tx: Transaction, before: CustomerRow, p: Extrac
   await appendEvents(tx, [customerChanged(settled, 'settled')]);
 }
 
-async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReading): Promise<Applied> {
+/**
+ * A refund or dispute. `locked`: applied from inside the transaction of the payment it waited
+ * for, which holds that payment's locks already.
+ */
+async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReading, locked = false): Promise<Applied> {
   if (r.kind === 'skip') return result('skipped', r.reason);
-  const found = await tx.one<{ transaction_id: string; program_id: number }>(q.transactionOf, [r.refs]);
-  if (!found) return result('waiting', 'payment_not_recorded_yet', { waitingFor: r.refs });
+  if (!locked) await lockPayment(tx, r.refs);
+  const mapped = await tx.one<{ transaction_id: string }>(q.transactionOf, [r.refs]);
+  if (mapped && !locked) await lockPayment(tx, [], mapped.transaction_id);
+  const sale = mapped && (await tx.one<{ program_id: number }>(q.saleProgram, [mapped.transaction_id]));
+  if (!mapped || !sale) return result('waiting', 'payment_not_recorded_yet', { waitingFor: r.refs });
+  const found = { transaction_id: mapped.transaction_id, program_id: Number(sale.program_id) };
   if (event.account && !(await connectedPrograms(tx, event.account)).includes(found.program_id)) {
     return result('skipped', 'program_not_connected');
   }
@@ -271,14 +286,25 @@ async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReadi
   return result(refund.recorded ? 'recorded' : 'skipped', refund.recorded ? null : 'already_reversed', { ...at, saleId: refund.saleId });
 }
 
-/** Records which processor ids lead to a transaction, then applies the refunds and disputes that were waiting for one of them. */
+/**
+ * The events of one payment (its sale, the ids that map to it, its refunds) run one at a time
+ * across connections, so a refund committed while its sale is being recorded is never left
+ * waiting. Locks are taken in one order (the ids sorted, then the transaction), so two events
+ * never wait on each other.
+ */
+async function lockPayment(tx: Transaction, refs: string[], transactionId?: string) {
+  for (const ref of [...new Set(refs)].sort()) await tx.many(q.lock, [`ref:${ref}`]);
+  if (transactionId !== undefined) await tx.many(q.lock, [`txn:${transactionId}`]);
+}
+
+/** Records which processor ids lead to a transaction, then applies the refunds and disputes that were waiting for it. */
 async function addRefs(tx: Transaction, refs: string[], transactionId: string) {
   await tx.many(q.addRefs, [refs, transactionId]);
-  const waiting = await tx.many<{ event_id: string; payload: ProcessorEvent }>(q.waiting, [refs]);
+  const waiting = await tx.many<{ event_id: string; payload: ProcessorEvent }>(q.waiting, [refs, transactionId]);
   for (const w of waiting) {
     const event = w.payload;
     const reading = event.type === 'charge.refunded' ? readCharge(event.data.object) : readDispute(event.data.object);
-    const applied = await reversal(tx, event, reading);
+    const applied = await reversal(tx, event, reading, true);
     if (applied.outcome !== 'waiting') await settleRow(tx, event, applied);
   }
 }

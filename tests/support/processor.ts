@@ -45,7 +45,7 @@ export type Session = Pick<
   'id' | 'object' | 'mode' | 'payment_status' | 'status' | 'amount_total' | 'amount_subtotal' | 'currency' | 'metadata' | 'customer' | 'customer_email' | 'payment_intent' | 'invoice' | 'subscription' | 'livemode' | 'created'
 > & { customer_details: { email: string | null } | null };
 
-export function checkoutSession(s: Partial<Session> & { metadata: Metadata }): Session {
+export function checkoutSession(s: Omit<Partial<Session>, 'metadata'> & { metadata: Metadata }): Session {
   const mode = s.mode ?? 'payment';
   return {
     id: id('cs_test'),
