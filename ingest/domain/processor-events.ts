@@ -56,8 +56,9 @@ const q = {
         AND (waiting_for && $1::text[] OR waiting_for && ARRAY(SELECT ref FROM processor_payment_refs WHERE transaction_id = $2))
       ORDER BY event_created_at, event_id FOR UPDATE`,
   ),
-  // Serializes the events of one payment across connections (see lockPayment).
-  lock: sql('processor.lock', `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`),
+  // Serializes the events of one payment across connections (see lockPayment): the keys are
+  // locked in the order given, one round trip.
+  lock: sql('processor.lock', `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) AS locked FROM unnest($1::text[]) AS k`),
   addRefs: sql(
     'processor_payment_refs.add',
     `INSERT INTO processor_payment_refs (ref, transaction_id) SELECT unnest($1::text[]), $2 ON CONFLICT (ref) DO NOTHING`,
@@ -293,8 +294,9 @@ async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReadi
  * never wait on each other.
  */
 async function lockPayment(tx: Transaction, refs: string[], transactionId?: string) {
-  for (const ref of [...new Set(refs)].sort()) await tx.many(q.lock, [`ref:${ref}`]);
-  if (transactionId !== undefined) await tx.many(q.lock, [`txn:${transactionId}`]);
+  const keys = [...new Set(refs)].sort().map((ref) => `ref:${ref}`);
+  if (transactionId !== undefined) keys.push(`txn:${transactionId}`);
+  if (keys.length) await tx.many(q.lock, [keys]);
 }
 
 /** Records which processor ids lead to a transaction, then applies the refunds and disputes that were waiting for it. */
