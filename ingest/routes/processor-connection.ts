@@ -8,6 +8,7 @@ import { getProgram } from '../domain/programs.js';
 import { createAuth } from '../http/auth.js';
 import { M } from '../http/messages.js';
 import { PlatformError, body, programIdParam } from '../http/schemas.js';
+import { PaymentsStatistics } from './dashboard.js';
 
 export interface ProcessorConnectionDeps {
   db: Database;
@@ -15,19 +16,6 @@ export interface ProcessorConnectionDeps {
 
 const ConnectBody = body({
   account_id: z.string({ error: M.processor.accountId }).regex(/^acct_[A-Za-z0-9]{1,64}$/, M.processor.accountId),
-});
-
-/** The program's payments step, as statistics.payments of the status endpoint shows it. */
-const Connection = z.object({
-  paymentTrackingMode: z.enum(['processor_connect', 's2s']),
-  methodReady: z.boolean(),
-  processorConnectionStatus: z.string(),
-  isProcessorConnected: z.boolean(),
-  processorAccountId: z.string().nullable(),
-  chargesEnabled: z.boolean(),
-  payoutsEnabled: z.boolean(),
-  detailsSubmitted: z.boolean(),
-  connectionDate: z.string().nullable(),
 });
 
 const EventsQuery = z.object({
@@ -68,7 +56,7 @@ export const processorConnectionRoutes: FastifyPluginAsync<ProcessorConnectionDe
 
   app.get(
     '/programs/:programId/processor-connection',
-    { config, ...read, schema: { summary: "The program's payment-processor connection", params: programIdParam, response: { 200: z.object({ data: Connection }), ...errors } } },
+    { config, ...read, schema: { summary: "The program's payment-processor connection", params: programIdParam, response: { 200: z.object({ data: PaymentsStatistics }), ...errors } } },
     async (request) => ({ data: await view(request.params.programId) }),
   );
 
@@ -82,7 +70,7 @@ export const processorConnectionRoutes: FastifyPluginAsync<ProcessorConnectionDe
         description: "Its capabilities follow the processor's signed account.updated events; account.application.deauthorized ends it.",
         params: programIdParam,
         body: ConnectBody,
-        response: { 200: z.object({ data: Connection }), ...errors },
+        response: { 200: z.object({ data: PaymentsStatistics }), ...errors },
       },
     },
     async (request) => {
@@ -96,7 +84,7 @@ export const processorConnectionRoutes: FastifyPluginAsync<ProcessorConnectionDe
     {
       config,
       ...manage,
-      schema: { summary: 'Disconnect the payment-processor account (owners only)', params: programIdParam, response: { 200: z.object({ data: Connection }), ...errors } },
+      schema: { summary: 'Disconnect the payment-processor account (owners only)', params: programIdParam, response: { 200: z.object({ data: PaymentsStatistics }), ...errors } },
     },
     async (request) => {
       await disconnectProcessor(db, request.params.programId);

@@ -83,17 +83,22 @@ export interface InvoiceInput {
   charge?: string;
 }
 
+/** What both layouts share. */
+const invoiceBase = (i: InvoiceInput) => ({
+  id: i.id ?? id('in'),
+  object: 'invoice' as const,
+  amount_paid: i.amount_paid ?? 5_000,
+  currency: i.currency ?? 'usd',
+  billing_reason: i.billing_reason ?? 'subscription_cycle',
+  customer: i.customer ?? id('cus'),
+  customer_email: i.customer_email ?? null,
+  metadata: {},
+});
+
 /** An invoice in the newer layout: the subscription's metadata under parent.subscription_details. */
 export function invoiceNewer(i: InvoiceInput) {
   const invoice: Pick<Stripe.Invoice, 'id' | 'object' | 'amount_paid' | 'currency' | 'billing_reason' | 'customer' | 'customer_email' | 'parent' | 'metadata'> = {
-    id: i.id ?? id('in'),
-    object: 'invoice',
-    amount_paid: i.amount_paid ?? 5_000,
-    currency: i.currency ?? 'usd',
-    billing_reason: i.billing_reason ?? 'subscription_cycle',
-    customer: i.customer ?? id('cus'),
-    customer_email: i.customer_email ?? null,
-    metadata: {},
+    ...invoiceBase(i),
     parent: {
       type: 'subscription_details',
       quote_details: null,
@@ -106,14 +111,7 @@ export function invoiceNewer(i: InvoiceInput) {
 /** The same invoice in the legacy layout: top-level subscription_details, subscription, payment_intent, charge. */
 export function invoiceLegacy(i: InvoiceInput) {
   return {
-    id: i.id ?? id('in'),
-    object: 'invoice',
-    amount_paid: i.amount_paid ?? 5_000,
-    currency: i.currency ?? 'usd',
-    billing_reason: i.billing_reason ?? 'subscription_cycle',
-    customer: i.customer ?? id('cus'),
-    customer_email: i.customer_email ?? null,
-    metadata: {},
+    ...invoiceBase(i),
     subscription: i.subscription ?? id('sub'),
     subscription_details: { metadata: { ...i.metadata } },
     payment_intent: i.payment_intent ?? id('pi'),
