@@ -1,10 +1,13 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Database, type NamedQuery, type Transaction } from '../core/db.js';
-import { buildTestApp, createTestProgram, createTestWorkspace, freshIp, type TestProgram, type Workspace } from './support/app.js';
+import { buildTestApp, createTestProgram, createTestWorkspace, freshIp, PROCESSOR_SECRETS, type TestProgram, type Workspace } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
-import { charge, checkoutSession, deliver, dispute, event, invoiceLegacy, invoiceNewer, type Metadata } from './support/processor.js';
+import { charge, checkoutSession, deliver, deliverHttp, dispute, event, invoiceLegacy, invoiceNewer, type Metadata } from './support/processor.js';
 
 /**
  * Exactly once, in any order: a random history of processor events, delivered 1 to 3 times each,
@@ -116,6 +119,35 @@ function shuffle<T>(items: T[], seed: number) {
   }
 }
 
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** `main.ts ingest` on the test database, in its own process; resolves when it listens. */
+async function startIngest(databaseUrl: string): Promise<{ child: ChildProcess; base: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', 'ingest'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn',
+      SEED_DEMO: 'false', PIPELINE: 'off', TRUST_PROXY: 'true', PROCESSOR_WEBHOOK_SECRETS: PROCESSOR_SECRETS.join(','),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const base = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`ingest did not start:\n${output}`)), 60_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /listening on (http:\/\/[0-9.:]+)/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`ingest exited (${code}):\n${output}`)));
+  });
+  return { child, base };
+}
+
 const q = {
   sales: sql(
     't.prop_sales',
@@ -218,4 +250,57 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
     // The kill did land inside requests: some deliveries failed and were retried.
     expect(killed).toBeGreaterThan(0);
   }, 240_000);
+
+  it.runIf(kind === 'postgres')('the ingest process killed with SIGKILL mid-batch: the same state as once in order', async () => {
+    let run = 0;
+    let lost = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(arbPayment, { minLength: 3, maxLength: 6 }),
+        fc.infiniteStream(fc.integer({ min: 1, max: 3 })),
+        fc.integer({ min: 0, max: 40 }),
+        fc.integer(),
+        async (history, copies, killAfterMs, seed) => {
+          run += 1;
+          const inOrder = await twin();
+          const shuffled = await twin();
+          const refPrefix = `kr${run}x${Date.now()}`;
+          const testPrefix = `ks${run}x${Date.now()}`;
+          for (const e of materialize(history, inOrder, refPrefix)) expect((await deliver(app, e)).statusCode).toBe(200);
+          const events = materialize(history, shuffled, testPrefix);
+          const copiesIt = copies[Symbol.iterator]();
+          const deliveries = events.flatMap((e) => Array.from({ length: copiesIt.next().value as number }, () => e));
+          shuffle(deliveries, seed);
+          const acknowledged = new Set<string>();
+          const send = async (base: string, e: object) => {
+            const status = await deliverHttp(base, e);
+            if (status === 200) acknowledged.add((e as { id: string }).id);
+            else lost += 1;
+          };
+          const first = await startIngest(t.url!);
+          const half = Math.ceil(deliveries.length / 2);
+          for (let i = 0; i < half; i += 4) await Promise.all(deliveries.slice(i, i + 4).map((e) => send(first.base, e)));
+          // A batch in flight, and the process killed while it runs.
+          const batch = Promise.all(deliveries.slice(half, half + 8).map((e) => send(first.base, e)));
+          await new Promise((r) => setTimeout(r, killAfterMs));
+          first.child.kill('SIGKILL');
+          await Promise.all([batch, once(first.child, 'exit')]);
+          const second = await startIngest(t.url!);
+          try {
+            for (const e of deliveries.slice(half + 8)) await send(second.base, e);
+            // The processor retries whatever was not acknowledged.
+            for (const e of events) if (!acknowledged.has((e as { id: string }).id)) await send(second.base, e);
+          } finally {
+            second.child.kill('SIGTERM');
+            await once(second.child, 'exit');
+          }
+          expect(acknowledged.size).toBe(events.length);
+          expect(await state(shuffled, testPrefix)).toEqual(await state(inOrder, refPrefix));
+        },
+      ),
+      { numRuns: 3 },
+    );
+    // Some deliveries were lost with the process and delivered again.
+    expect(lost).toBeGreaterThan(0);
+  }, 300_000);
 });

@@ -174,3 +174,19 @@ export function deliver(app: FastifyInstance, evt: object, o: { secret?: string;
     payload,
   });
 }
+
+/** The same delivery over HTTP to a service in another process: the status, or 0 when the connection failed (a killed process). */
+export async function deliverHttp(base: string, evt: object): Promise<number> {
+  const payload = JSON.stringify(evt);
+  try {
+    const res = await fetch(`${base}/api/v1/webhooks/processor`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signed(payload) },
+      body: payload,
+    });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return 0;
+  }
+}
