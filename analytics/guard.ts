@@ -126,7 +126,7 @@ export function singleStatement(text: string): { statement: string; tokens: Toke
 function lexicalChecks(tokens: Token[]): void {
   const first = tokens[0]!.text;
   if (first !== 'SELECT' && first !== 'WITH' && first !== '(') {
-    throw new QueryRefused('not_a_select', `Only SELECT queries are accepted (read-only access); this is ${/^[A-Z]+$/.test(first) ? `a ${first}` : 'not a SELECT'} statement.`);
+    throw new QueryRefused('not_a_select', `Only SELECT queries are accepted (read-only access); found ${/^[A-Z]+$/.test(first) ? first : 'another statement'}.`);
   }
   for (let k = 0; k < tokens.length; k++) {
     const t = tokens[k]!;

@@ -81,7 +81,7 @@ describe('credentials', () => {
   });
 
   it('a program-key route whose anonymous flag disagrees with the table does not start', () => {
-    const db = undefined as never;
+    const db = { kind: 'postgres' } as never; // never queried: the hook is only built
     expect(() => programKeyHook(db, { surface: 'sale', anonymousAllowed: true, docsBaseUrl: DOCS_BASE_URL })).toThrow(/requirement table/);
     expect(() => programKeyHook(db, { surface: 'click', anonymousAllowed: true, docsBaseUrl: DOCS_BASE_URL })).not.toThrow();
   });

@@ -29,6 +29,10 @@ const clickOn = (app: FastifyInstance, program: TestProgram) =>
 const q = {
   unrelayed: sql('t.relay_unrelayed', `SELECT count(*) AS n FROM outbox WHERE relayed_at IS NULL`),
   all: sql('t.relay_all', `SELECT id, event_id FROM outbox ORDER BY txid, id`),
+  heldBack: sql(
+    't.relay_held_back',
+    `SELECT count(*)::int AS n FROM outbox WHERE relayed_at IS NULL AND txid >= pg_snapshot_xmin(pg_current_snapshot())`,
+  ),
   markAll: sql('t.relay_mark_all', `UPDATE outbox SET relayed_at = now() WHERE relayed_at IS NULL`),
   poison: sql(
     't.relay_poison',
@@ -36,6 +40,18 @@ const q = {
      VALUES ('click.recorded', 'poison', 1, false, now(), '{"poison": true}')`,
   ),
 };
+
+/**
+ * The relay holds back rows newer than the oldest transaction running anywhere on the server, and the
+ * other test files run transactions on the same server: wait until none of theirs holds ours back.
+ */
+async function settled(db: TestDatabase['db']): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (((await db.one<{ n: number }>(q.heldBack))?.n ?? 0) > 0) {
+    if (Date.now() > deadline) throw new Error('outbox rows still held back by a running transaction after 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 describe.each(databaseKinds())('outbox relay on %s', (kind) => {
   let t: TestDatabase;
@@ -62,6 +78,7 @@ describe.each(databaseKinds())('outbox relay on %s', (kind) => {
     const relay = createRelay({ db: t.db, log, encode, deadLetterTopic: DEAD, batchSize: 7 });
     for (let i = 0; i < 20; i++) expect((await click()).statusCode).toBe(200);
     const expected = (await t.db.many<{ id: number; event_id: string }>(q.all)).slice(-20);
+    await settled(t.db);
     let rounds = 0;
     while ((await relay.relayOnce()).kind === 'ok') rounds += 1;
     expect(rounds).toBe(3);
@@ -76,6 +93,7 @@ describe.each(databaseKinds())('outbox relay on %s', (kind) => {
     const flaky = { ...log, publish: async (m: LogMessage[]) => (fail ? Promise.reject(new Error('broker down')) : log.publish(m)) };
     const relay = createRelay({ db: t.db, log: flaky, encode, deadLetterTopic: DEAD });
     await click();
+    await settled(t.db);
     const result = await relay.relayOnce();
     expect(result.kind).toBe('retry');
     expect(await t.db.one(q.unrelayed)).toEqual({ n: 1 });
@@ -90,6 +108,7 @@ describe.each(databaseKinds())('outbox relay on %s', (kind) => {
     await click();
     await t.db.many(q.poison);
     await click();
+    await settled(t.db);
     expect(await relay.relayOnce()).toEqual({ kind: 'ok', relayed: 3, deadLettered: 1 });
     expect(log.read(TOPIC)).toHaveLength(2);
     const dead = JSON.parse(log.read(DEAD)[0]!.value.toString());
@@ -136,6 +155,7 @@ describe.each(databaseKinds().filter((k) => k === 'postgres'))('outbox relay wit
       // The short transactions committed, but they are newer than one still running: held back.
       expect((await relay.relayOnce()).kind).toBe('idle');
       await slow.query('COMMIT');
+      await settled(t.db);
       while ((await relay.relayOnce()).kind === 'ok');
       const ids = relayed(log).map((r) => r.id);
       const all = (await t.db.many<{ id: number }>(q.all)).slice(-6).map((r) => r.id);
@@ -164,6 +184,7 @@ describe.each(databaseKinds().filter((k) => k === 'postgres'))('outbox relay wit
     const first = createRelay({ db: t.db, log: held, encode, deadLetterTopic: DEAD });
     const second = createRelay({ db: t.db, log, encode, deadLetterTopic: DEAD });
     for (let i = 0; i < 3; i++) await click();
+    await settled(t.db);
     const running = first.relayOnce();
     await inPublish; // the first relay holds the lock from here until its batch is marked
     expect((await second.relayOnce()).kind).toBe('busy');

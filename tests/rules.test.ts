@@ -1,24 +1,38 @@
-import { describe, expect, it } from 'vitest';
-import { commissionCents, platformFeeCents } from '../ingest/domain/commissions.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../core/db.js';
 import { canonicalOrigin } from '../ingest/domain/origins.js';
 import { maskSecret } from '../ingest/domain/secrets.js';
 import { parseBearer } from '../ingest/http/auth.js';
 import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
 import { parseOccurredAt } from '../ingest/routes/track.js';
+import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 
-describe('commission rules', () => {
-  it('percent and fixed pay only on the converting payment; recurring types on every payment', () => {
-    expect(commissionCents('percent', 10, 12_345, true)).toBe(1_235);
-    expect(commissionCents('percent', 10, 12_345, false)).toBeNull();
-    expect(commissionCents('fixed', 7.5, 99, true)).toBe(750);
-    expect(commissionCents('fixed', 7.5, 99, false)).toBeNull();
-    expect(commissionCents('recurring_percent', 33.3333, 1_000, false)).toBe(333);
-    expect(commissionCents('recurring_fixed', 0.01, 1, false)).toBe(1);
+// The commission rules run in the database, inside record_sale (schemas/postgres/0012_record_sale.sql).
+describe.each(databaseKinds())('commission rules on %s', (kind) => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase(kind);
   });
-  it('the platform fee is basis points of the commission, rounded half up', () => {
-    expect(platformFeeCents(1_235, 2_000)).toBe(247);
-    expect(platformFeeCents(5, 1_000)).toBe(1);
-    expect(platformFeeCents(0, 2_000)).toBe(0);
+  afterAll(async () => {
+    await t?.drop();
+  });
+  const commission = sql('t.commission_cents', `SELECT commission_cents($1, $2, $3, $4) AS n`);
+  const fee = sql('t.platform_fee_cents', `SELECT platform_fee_cents($1, $2) AS n`);
+  const commissionCents = async (...args: [string, number, number, boolean]) => (await t.db.one<{ n: number | null }>(commission, args))!.n;
+  const platformFeeCents = async (...args: [number, number]) => (await t.db.one<{ n: number }>(fee, args))!.n;
+
+  it('percent and fixed pay only on the converting payment; recurring types on every payment', async () => {
+    expect(await commissionCents('percent', 10, 12_345, true)).toBe(1_235);
+    expect(await commissionCents('percent', 10, 12_345, false)).toBeNull();
+    expect(await commissionCents('fixed', 7.5, 99, true)).toBe(750);
+    expect(await commissionCents('fixed', 7.5, 99, false)).toBeNull();
+    expect(await commissionCents('recurring_percent', 33.3333, 1_000, false)).toBe(333);
+    expect(await commissionCents('recurring_fixed', 0.01, 1, false)).toBe(1);
+  });
+  it('the platform fee is basis points of the commission, rounded half up', async () => {
+    expect(await platformFeeCents(1_235, 2_000)).toBe(247);
+    expect(await platformFeeCents(5, 1_000)).toBe(1);
+    expect(await platformFeeCents(0, 2_000)).toBe(0);
   });
 });
 

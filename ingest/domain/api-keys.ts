@@ -1,4 +1,5 @@
 import { sql, type Database } from '../../core/db.js';
+import { createBatchedStatement } from './batched-statement.js';
 import { hashSecret, maskSecret, newProgramKey } from './secrets.js';
 
 export interface ProgramKey {
@@ -15,6 +16,13 @@ const q = {
             k.rotation_marked_at AS "rotationMarkedAt", k.rotation_deadline AS "rotationDeadline"
        FROM program_api_keys k JOIN programs p ON p.id = k.program_id
       WHERE k.key_hash = $1`,
+  ),
+  byHashes: sql(
+    'api_keys.by_hashes',
+    `SELECT k.key_hash AS "keyHash", k.program_id AS "programId", p.workspace_id AS "workspaceId",
+            k.rotation_marked_at AS "rotationMarkedAt", k.rotation_deadline AS "rotationDeadline"
+       FROM program_api_keys k JOIN programs p ON p.id = k.program_id
+      WHERE k.key_hash = ANY ($1::text[])`,
   ),
   // Replacing in place: the old hash is gone in the same statement, so the old key fails at once.
   upsert: sql(
@@ -36,6 +44,23 @@ const q = {
 
 export async function findProgramKey(db: Database, token: string): Promise<ProgramKey | undefined> {
   return db.one<ProgramKey>(q.byHash, [hashSecret(token)]);
+}
+
+/**
+ * findProgramKey for the tracking routes: keys presented while an earlier lookup runs are looked
+ * up together, one statement per batch (batched-statement.ts). Nothing is cached, so a regenerated
+ * key fails at once.
+ */
+export function createProgramKeyFinder(db: Database): (token: string) => Promise<ProgramKey | undefined> {
+  const find = createBatchedStatement<string, ProgramKey | undefined>(
+    async (hashes) => {
+      const rows = await db.many<ProgramKey & { keyHash: string }>(q.byHashes, [hashes]);
+      const byHash = new Map(rows.map(({ keyHash, ...key }) => [keyHash, key]));
+      return hashes.map((hash) => ({ ok: true, value: byHash.get(hash) }));
+    },
+    { maxBatch: 200, maxInFlight: db.kind === 'pglite' ? 1 : 4 },
+  );
+  return (token) => find(hashSecret(token));
 }
 
 /** Generates or regenerates the program's one key; the full value is returned only here. */

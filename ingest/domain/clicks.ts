@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Database } from '../../core/db.js';
 import { refused } from './errors.js';
+import { createBatchedStatement } from './batched-statement.js';
 
 export interface ClickInput {
   affCode: string;
@@ -82,13 +83,6 @@ function outcome(row: ClickOutcomeRow | undefined, clickId: string): RecordedCli
   return { clickId, programId: row.program_id, cookieWindowDays: row.attribution_window_days };
 }
 
-interface Pending {
-  input: ClickInput;
-  clickId: string;
-  resolve(click: RecordedClick): void;
-  reject(error: unknown): void;
-}
-
 export interface ClickWriter {
   /** Resolves once the click is committed (or rejects with the reason it was not recorded). */
   record(input: ClickInput): Promise<RecordedClick>;
@@ -100,56 +94,26 @@ export interface ClickWriterOptions {
   maxInFlight?: number;
 }
 
-/**
- * Clicks are the hottest path: instead of a statement and a commit per click, clicks that
- * arrive while earlier batches are being written go together in the next statement. No click is
- * answered before its batch commits, so an acknowledged click is never lost; under light load a
- * batch is a single click and adds no wait.
- */
+/** Clicks are the hottest path: written in batches (batched-statement.ts), one statement and one commit per batch. */
 export function createClickWriter(db: Database, options: ClickWriterOptions = {}): ClickWriter {
-  const maxBatch = options.maxBatch ?? 500;
-  const maxInFlight = db.kind === 'pglite' ? 1 : (options.maxInFlight ?? 4);
-  const queue: Pending[] = [];
-  let inFlight = 0;
-
-  async function write(batch: Pending[]) {
-    try {
+  const record = createBatchedStatement<ClickInput & { clickId: string }, RecordedClick>(
+    async (batch) => {
       const rows = await db.many<ClickOutcomeRow>(recordClicksSql, [
-        batch.map((p) => p.input.affCode),
-        batch.map((p) => p.clickId),
-        batch.map((p) => p.input.affiliateUrl),
-        batch.map((p) => p.input.origin ?? null),
-        batch.map((p) => p.input.test),
+        batch.map((c) => c.affCode),
+        batch.map((c) => c.clickId),
+        batch.map((c) => c.affiliateUrl),
+        batch.map((c) => c.origin ?? null),
+        batch.map((c) => c.test),
       ]);
-      batch.forEach((p, i) => {
+      return batch.map((c, i) => {
         try {
-          p.resolve(outcome(rows[i], p.clickId));
+          return { ok: true, value: outcome(rows[i], c.clickId) };
         } catch (error) {
-          p.reject(error);
+          return { ok: false, error };
         }
       });
-    } catch (error) {
-      for (const p of batch) p.reject(error);
-    }
-  }
-
-  function pump() {
-    while (inFlight < maxInFlight && queue.length > 0) {
-      inFlight += 1;
-      void write(queue.splice(0, maxBatch)).finally(() => {
-        inFlight -= 1;
-        pump();
-      });
-    }
-  }
-
-  return {
-    record(input) {
-      return new Promise<RecordedClick>((resolve, reject) => {
-        queue.push({ input, clickId: randomUUID(), resolve, reject });
-        // Let the clicks parsed in this turn of the event loop join the same batch.
-        if (queue.length === 1) setImmediate(pump);
-      });
     },
-  };
+    { maxBatch: options.maxBatch ?? 500, maxInFlight: db.kind === 'pglite' ? 1 : (options.maxInFlight ?? 4) },
+  );
+  return { record: (input) => record({ ...input, clickId: randomUUID() }) };
 }

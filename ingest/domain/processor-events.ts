@@ -16,7 +16,7 @@ import {
   type ReversalReading,
 } from './processor-objects.js';
 import { recordRefundIn } from './refunds.js';
-import { recordSaleIn } from './sales.js';
+import { recordSale } from './sales.js';
 
 /**
  * What became of a processor event. recorded: its effects were applied; skipped: nothing applied,
@@ -229,7 +229,7 @@ async function payment(tx: Transaction, event: ProcessorEvent, p: PaymentReading
     return a;
   };
   if (!event.livemode) {
-    const test = await tx.savepoint('processor_test_sale', () => recordSaleIn(tx, { ...base, customerKey: undefined, clickId: undefined, test: true }, deps.feeBps));
+    const test = await tx.savepoint('processor_test_sale', () => recordSale(tx, { ...base, customerKey: undefined, clickId: undefined, test: true }, deps.feeBps));
     if (!test.ok) return done(refusalResult(test.error, program, p.transactionId));
     return done(result('recorded', null, { programId: program, saleId: test.value.sale.id, transactionId: p.transactionId }));
   }
@@ -239,7 +239,7 @@ async function payment(tx: Transaction, event: ProcessorEvent, p: PaymentReading
     return done(result('skipped', hasMetadata ? 'no_attribution' : 'missing_metadata', { programId: program, transactionId: p.transactionId }));
   }
   const before = await lockCustomer(tx, program, reference);
-  const sale = await tx.savepoint('processor_sale', () => recordSaleIn(tx, { ...base, ...reference, customerKey: reference.customerKey, clickId: reference.clickId, test: false }, deps.feeBps));
+  const sale = await tx.savepoint('processor_sale', () => recordSale(tx, { ...base, ...reference, customerKey: reference.customerKey, clickId: reference.clickId, test: false }, deps.feeBps));
   if (before?.provisional) await settleProvisional(tx, before, p);
   if (!sale.ok) return done(refusalResult(sale.error, program, p.transactionId));
   const { sale: row, refusal } = sale.value;

@@ -1,21 +1,7 @@
-import { isUniqueViolation, sql, type Database, type Transaction } from '../../core/db.js';
-import { commissionCents, platformFeeCents, type CommissionType } from './commissions.js';
-import {
-  customerKeyInOtherProgram,
-  insertCustomer,
-  lockClick,
-  lockCustomerByClick,
-  lockCustomerByKey,
-  updateCustomer,
-  type CustomerRow,
-} from './customers.js';
-import { commissionEvent, customerChanged, platformFeeEvent, saleRecorded, type OutboxEvent } from '../../schemas/event-contract.js';
+import { sql, type Database, type Queryable } from '../../core/db.js';
 import { refused, type Refusal } from './errors.js';
-import { appendEvents } from './outbox.js';
+import { createBatchedStatement, type ItemResult } from './batched-statement.js';
 import type { Currency } from './payments.js';
-import { logTestEvent } from './test-events.js';
-
-const DAY_MS = 86_400_000;
 
 export interface SaleInput {
   programId: number;
@@ -73,47 +59,28 @@ export interface SaleOutcome {
 
 export type StoredSaleRefusal = Extract<Refusal, { reason: 'partner_required' | 'commission_failed' }>;
 
-interface ProgramTerms {
-  commission_type: CommissionType;
-  commission_rate: number;
-  attribution_window_days: number;
-}
-
-const SALE_COLUMNS = `id, program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at,
-  status, test, is_recurring, created_at`;
+/** A sale's refusal raised by record_sale (schemas/postgres/0012_record_sale.sql): the reason is its DETAIL. */
+const SALE_REFUSED = 'sale_refused';
+const REFUSALS_RAISED = ['duplicate_transaction', 'customer_not_found', 'customer_other_program', 'no_junction', 'outside_window'] as const;
 
 const q = {
-  existing: sql('sales.by_transaction_id', `SELECT id FROM sale_events WHERE transaction_id = $1`),
-  terms: sql(
-    'programs.commission_terms',
-    `SELECT commission_type, commission_rate, attribution_window_days FROM programs WHERE id = $1`,
+  record: sql(
+    'sales.record',
+    `SELECT record_sale($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) AS outcome`,
   ),
-  junction: sql('partner_programs.exists', `SELECT 1 AS found FROM partner_programs WHERE id = $1`),
-  insert: sql(
-    'sales.insert',
-    `INSERT INTO sale_events (program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at,
-                              provider, provider_payment_id, livemode, is_recurring, sale_type, subscription_id, test)
-     VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, now()), $8, $9, $10, $11, $12, $13, $14)
-     ON CONFLICT ON CONSTRAINT sale_events_transaction_id_key DO NOTHING
-     RETURNING ${SALE_COLUMNS}`,
-  ),
-  commission: sql(
-    'commissions.insert',
-    `INSERT INTO commissions (sale_id, program_id, partner_id, customer_id, commission_type, commission_rate,
-                              amount_cents, currency)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     RETURNING id, sale_id, program_id, partner_id, amount_cents, currency, status, created_at`,
-  ),
-  fee: sql(
-    'platform_fees.insert',
-    `INSERT INTO platform_fees (sale_id, commission_id, program_id, amount_cents, currency)
-     VALUES ($1, $2, $3, $4, $5)
-     RETURNING id, amount_cents, currency, status, created_at`,
-  ),
+  recordBatch: sql('sales.record_batch', `SELECT record_sales($1::jsonb, $2) AS outcomes`),
 };
 
-function duplicate(saleId: string) {
-  return refused({ reason: 'duplicate_transaction', saleId });
+/** A sale of a batch that record_sales refused or could not write. */
+type BatchItemRefused = { refused: string; hint: string | null };
+type BatchItemFailed = { failed: string; message: string };
+
+/** What record_sale returns: rows as JSON (times as ISO strings). */
+interface RecordedSale {
+  sale: Omit<SaleRow, 'occurred_at' | 'created_at'> & { occurred_at: string; created_at: string };
+  commission: (Omit<CommissionRow, 'created_at'> & { created_at: string }) | null;
+  converted: boolean;
+  refusal?: StoredSaleRefusal['reason'] | null;
 }
 
 let lastTestStamp = 0;
@@ -123,143 +90,74 @@ function testTransactionId(): string {
   return `test_txn_${lastTestStamp}`;
 }
 
-export async function recordSale(db: Database, input: SaleInput, feeBps: number): Promise<SaleOutcome> {
+/**
+ * Records a sale with its customer, commission, platform fee and outbox events: one statement,
+ * atomic on its own or in the caller's transaction. The rules are in record_sale.
+ */
+export async function recordSale(db: Queryable, input: SaleInput, feeBps: number): Promise<SaleOutcome> {
+  const i = withTransactionId(input);
+  let row: { outcome: RecordedSale } | undefined;
   try {
-    return await db.transaction((tx) => recordSaleIn(tx, input, feeBps));
+    row = await db.one<{ outcome: RecordedSale }>(q.record, [
+      i.programId, i.transactionId, i.amountCents ?? 0, i.customerKey ?? null, i.clickId ?? null, i.currency,
+      i.occurredAt?.toISOString() ?? null, i.provider ?? null, i.providerPaymentId ?? null, i.livemode ?? null,
+      i.isRecurring, i.saleType ?? null, i.subscriptionId ?? null, i.test, feeBps,
+    ]);
   } catch (error) {
-    // Two sales with one transaction_id raced past the check: the loser is a duplicate.
-    if (isUniqueViolation(error, 'sale_events_transaction_id_key') && input.transactionId !== undefined) {
-      const existing = await db.one<{ id: string }>(q.existing, [input.transactionId]);
-      if (existing) throw duplicate(existing.id);
-    }
-    throw error;
+    const e = error as { message?: string; detail?: string; hint?: string };
+    throw (e.message === SALE_REFUSED ? saleRefusal(e.detail, e.hint) : undefined) ?? error;
   }
+  return saleOutcome(row!.outcome);
 }
 
-/** recordSale inside the caller's transaction (a processor event records its sale with its own row). */
-export async function recordSaleIn(tx: Transaction, input: SaleInput, feeBps: number): Promise<SaleOutcome> {
-  const transactionId = input.transactionId ?? testTransactionId();
-  const existing = await tx.one<{ id: string }>(q.existing, [transactionId]);
-  if (existing) throw duplicate(existing.id);
-  if (input.test) return recordTestSale(tx, input, transactionId);
-  return recordPaidSale(tx, input, transactionId, feeBps);
+/** Test-mode sales may leave the transaction_id out. */
+const withTransactionId = (input: SaleInput) => ({ ...input, transactionId: input.transactionId ?? testTransactionId() });
+
+function saleOutcome({ sale, commission, converted, refusal }: RecordedSale): SaleOutcome {
+  return {
+    sale: { ...sale, occurred_at: new Date(sale.occurred_at), created_at: new Date(sale.created_at) },
+    commission: commission && { ...commission, created_at: new Date(commission.created_at) },
+    converted,
+    ...(refusal ? { refusal: { reason: refusal } } : {}),
+  };
 }
 
-async function insertSale(tx: Transaction, input: SaleInput, transactionId: string, customer: CustomerRow | null) {
-  const sale = await tx.one<SaleRow>(q.insert, [
-    input.programId,
-    customer?.id ?? null,
-    customer?.partner_id ?? null,
-    transactionId,
-    input.amountCents ?? 0,
-    input.currency,
-    input.occurredAt?.toISOString() ?? null,
-    input.provider ?? null,
-    input.providerPaymentId ?? null,
-    input.livemode ?? null,
-    input.isRecurring,
-    input.saleType ?? null,
-    input.subscriptionId ?? null,
-    input.test,
-  ]);
-  if (!sale) {
-    const existing = await tx.one<{ id: string }>(q.existing, [transactionId]);
-    throw duplicate(existing!.id);
-  }
-  return sale;
+/** Deadlocks between concurrent batches and serialization failures: the sale is tried again alone. */
+const RETRIED_ALONE = new Set(['40P01', '40001']);
+
+/**
+ * POST /track/sale's writer: concurrent sales go to record_sales together, one statement and one
+ * commit per batch (batched-statement.ts). Each answer is exactly what recordSale would give.
+ */
+export function createSaleWriter(db: Database, feeBps: number): (input: SaleInput) => Promise<SaleOutcome> {
+  const record = createBatchedStatement<SaleInput & { transactionId: string }, SaleOutcome>(
+    async (batch) => {
+      const row = await db.one<{ outcomes: (RecordedSale | BatchItemRefused | BatchItemFailed)[] }>(q.recordBatch, [
+        JSON.stringify(batch.map((i) => ({
+          program_id: i.programId, transaction_id: i.transactionId, amount_cents: i.amountCents ?? 0,
+          customer_key: i.customerKey ?? null, click_id: i.clickId ?? null, currency: i.currency,
+          occurred_at: i.occurredAt?.toISOString() ?? null, provider: i.provider ?? null,
+          provider_payment_id: i.providerPaymentId ?? null, livemode: i.livemode ?? null, is_recurring: i.isRecurring,
+          sale_type: i.saleType ?? null, subscription_id: i.subscriptionId ?? null, test: i.test,
+        }))),
+        feeBps,
+      ]);
+      return Promise.all(row!.outcomes.map(async (item, n): Promise<ItemResult<SaleOutcome>> => {
+        if ('sale' in item) return { ok: true, value: saleOutcome(item) };
+        if ('refused' in item) return { ok: false, error: saleRefusal(item.refused, item.hint ?? undefined) ?? new Error(`sale refused: ${item.refused}`) };
+        if (RETRIED_ALONE.has(item.failed)) {
+          return recordSale(db, batch[n]!, feeBps).then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
+        }
+        return { ok: false, error: Object.assign(new Error(item.message), { code: item.failed }) };
+      }));
+    },
+    { maxBatch: 30, maxInFlight: db.kind === 'pglite' ? 1 : 4 },
+  );
+  return (input) => record(withTransactionId(input));
 }
 
-/** Test mode: a flagged sale event and a tracking-log entry; no customer needed, no commission, no fee. */
-async function recordTestSale(tx: Transaction, input: SaleInput, transactionId: string): Promise<SaleOutcome> {
-  const sale = await insertSale(tx, input, transactionId, null);
-  await appendEvents(tx, [saleRecorded(sale)]);
-  await logTestEvent(tx, sale.program_id, 'sale', sale.id);
-  return { sale, commission: null, converted: false };
-}
-
-/** The customer the sale is for, in the key's program, locked; created from a click with no lead yet. */
-async function resolveCustomer(tx: Transaction, input: SaleInput, occurredAt: Date): Promise<{ customer: CustomerRow; created: boolean }> {
-  if (input.customerKey !== undefined) {
-    const customer = await lockCustomerByKey(tx, input.programId, input.customerKey);
-    if (customer) return { customer, created: false };
-    if (input.clickId === undefined) {
-      if (await customerKeyInOtherProgram(tx, input.programId, input.customerKey)) throw refused({ reason: 'customer_other_program' });
-      throw refused({ reason: 'customer_not_found' });
-    }
-  }
-  const click = input.clickId === undefined ? undefined : await lockClick(tx, input.clickId);
-  if (!click) throw refused({ reason: 'customer_not_found' });
-  if (click.program_id !== input.programId) throw refused({ reason: 'customer_other_program' });
-  const customer = await lockCustomerByClick(tx, click.click_id);
-  if (customer) return { customer, created: false };
-  // A payment with no signup before it: the click alone carries the attribution.
-  const created = await insertCustomer(tx, {
-    click,
-    customerKey: input.customerKey ?? null,
-    email: null,
-    status: 'conversion',
-    provisional: false,
-    test: click.test,
-    firstPurchaseDate: occurredAt,
-  });
-  return { customer: created, created: true };
-}
-
-async function recordPaidSale(tx: Transaction, input: SaleInput, transactionId: string, feeBps: number): Promise<SaleOutcome> {
-  const occurredAt = input.occurredAt ?? new Date();
-  const { customer, created } = await resolveCustomer(tx, input, occurredAt);
-  if (customer.partner_program_id === null || !(await tx.one(q.junction, [customer.partner_program_id]))) {
-    throw refused({ reason: 'no_junction' });
-  }
-  const terms = (await tx.one<ProgramTerms>(q.terms, [input.programId]))!;
-  const converts = created || customer.status !== 'conversion';
-  if (converts && customer.click_created_at) {
-    // Checked on every payment until one converts; the click may be at most the window older
-    // than the signup, or than the payment when there was no signup.
-    const reference = customer.signup_date ?? occurredAt;
-    if (reference.getTime() - customer.click_created_at.getTime() > terms.attribution_window_days * DAY_MS) {
-      throw refused({ reason: 'outside_window' });
-    }
-  }
-  const sale = await insertSale(tx, input, transactionId, customer);
-  const events: OutboxEvent[] = [saleRecorded(sale)];
-  let current = customer;
-  if (created) events.push(customerChanged(customer, 'conversion'));
-  else if (converts) {
-    current = await updateCustomer(tx, customer, {
-      status: 'conversion',
-      provisional: customer.provisional,
-      firstPurchaseDate: customer.first_purchase_date ?? occurredAt,
-    });
-    events.push(customerChanged(current, 'conversion'));
-  }
-  if (current.partner_id === null) {
-    await appendEvents(tx, events);
-    return { sale, commission: null, converted: converts, refusal: { reason: 'partner_required' } };
-  }
-  const amount = commissionCents(terms.commission_type, terms.commission_rate, sale.amount_cents, converts);
-  let commission: CommissionRow | null = null;
-  let refusal: StoredSaleRefusal | undefined;
-  if (amount !== null) {
-    const partnerId = current.partner_id;
-    const written = await tx.savepoint('commission', async () => {
-      const row = (await tx.one<CommissionRow>(q.commission, [
-        sale.id, sale.program_id, partnerId, current.id, terms.commission_type, terms.commission_rate, amount, sale.currency,
-      ]))!;
-      const fee = (await tx.one<{ id: string; amount_cents: number; created_at: Date }>(q.fee, [
-        sale.id, row.id, sale.program_id, platformFeeCents(amount, feeBps), sale.currency,
-      ]))!;
-      return { row, fee };
-    });
-    if (written.ok) {
-      commission = written.value.row;
-      const { fee } = written.value;
-      events.push(commissionEvent('commission.created', commission, commission.created_at), platformFeeEvent('platform_fee.created', commission, fee, fee.created_at));
-    } else {
-      // The sale stays recorded and its transaction_id consumed, as the spec describes.
-      refusal = { reason: 'commission_failed' };
-    }
-  }
-  await appendEvents(tx, events);
-  return { sale, commission, converted: converts, ...(refusal ? { refusal } : {}) };
+function saleRefusal(reason: string | undefined, hint: string | undefined) {
+  const known = REFUSALS_RAISED.find((r) => r === reason);
+  if (known === undefined) return undefined;
+  return known === 'duplicate_transaction' ? refused({ reason: known, saleId: hint ?? '' }) : refused({ reason: known });
 }

@@ -9,7 +9,7 @@ import { recordLead } from '../domain/leads.js';
 import { originAllowedAnywhere } from '../domain/origins.js';
 import { CURRENCIES, PROVIDERS, type Currency } from '../domain/payments.js';
 import { recordRefund } from '../domain/refunds.js';
-import { recordSale, type SaleOutcome } from '../domain/sales.js';
+import { createSaleWriter, type SaleOutcome } from '../domain/sales.js';
 import { presentedKeyId, programKeyHook } from '../http/auth.js';
 import { badRequest, forbidden } from '../http/errors.js';
 import { M } from '../http/messages.js';
@@ -246,6 +246,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { db } = deps;
   const clicks = createClickWriter(db);
+  const recordSale = createSaleWriter(db, deps.platformFeeBps);
   const limit = (bucket: string, max: number, keyOf: (r: FastifyRequest) => string) =>
     rateLimitHook(deps.rateLimits, { bucket, limit: max, keyOf }, app.log, deps.clock);
   const byIp = (r: FastifyRequest) => r.ip;
@@ -356,26 +357,22 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
         if (b.amount_cents === undefined) throw badRequest(M.sale.amount);
         if (b.customer_key === undefined && b.click_id === undefined) throw refused({ reason: 'customer_not_found' });
       }
-      const outcome = await recordSale(
-        db,
-        {
-          programId: request.programKey!.programId,
-          transactionId: b.transaction_id,
-          amountCents: b.amount_cents,
-          customerKey: b.customer_key,
-          clickId: b.click_id,
-          currency: b.currency ?? 'USD',
-          occurredAt: b.occurred_at,
-          provider: b.provider,
-          providerPaymentId: b.provider_payment_id,
-          livemode: b.livemode,
-          isRecurring: b.is_recurring ?? false,
-          saleType: b.sale_type,
-          subscriptionId: b.subscription_id,
-          test,
-        },
-        deps.platformFeeBps,
-      );
+      const outcome = await recordSale({
+        programId: request.programKey!.programId,
+        transactionId: b.transaction_id,
+        amountCents: b.amount_cents,
+        customerKey: b.customer_key,
+        clickId: b.click_id,
+        currency: b.currency ?? 'USD',
+        occurredAt: b.occurred_at,
+        provider: b.provider,
+        providerPaymentId: b.provider_payment_id,
+        livemode: b.livemode,
+        isRecurring: b.is_recurring ?? false,
+        saleType: b.sale_type,
+        subscriptionId: b.subscription_id,
+        test,
+      });
       // Stored, yet refused: the sale stays and the answer is the refusal.
       if (outcome.refusal) throw refusalAnswer('sale', outcome.refusal);
       return saleView(outcome);

@@ -1,7 +1,7 @@
 import type { Database } from '../../../core/db.js';
 import type { CredentialKind, Principal } from '../../domain/access.js';
 import { findAgentKey } from '../../domain/agent-keys.js';
-import { findProgramKey } from '../../domain/api-keys.js';
+import { findProgramKey, type ProgramKey } from '../../domain/api-keys.js';
 import { resolveLoginToken } from '../../domain/cli-login.js';
 import { hashSecret } from '../../domain/secrets.js';
 import { sessionUserId } from '../../domain/workspaces.js';
@@ -27,9 +27,7 @@ export const CREDENTIALS: { [K in CredentialKind]: Credential<K> | null } = {
     read: parseBearer,
     async resolve(db, token) {
       const key = await findProgramKey(db, token);
-      if (!key) return undefined;
-      const rotation = key.rotationMarkedAt && key.rotationDeadline ? { markedAt: key.rotationMarkedAt, deadline: key.rotationDeadline } : null;
-      return { kind: 'programKey', programId: key.programId, workspaceId: key.workspaceId, keyId: hashSecret(token), rotation };
+      return key && programKeyPrincipal(key, token);
     },
   },
   session: {
@@ -57,6 +55,12 @@ export const CREDENTIALS: { [K in CredentialKind]: Credential<K> | null } = {
     },
   },
 };
+
+/** The caller a program key found by its hash stands for (the tracking routes find keys in batches). */
+export function programKeyPrincipal(key: ProgramKey, token: string): PrincipalOf<'programKey'> {
+  const rotation = key.rotationMarkedAt && key.rotationDeadline ? { markedAt: key.rotationMarkedAt, deadline: key.rotationDeadline } : null;
+  return { kind: 'programKey', programId: key.programId, workspaceId: key.workspaceId, keyId: hashSecret(token), rotation };
+}
 
 export function credentialOf<K extends CredentialKind>(kind: K): Credential<K> {
   const credential = CREDENTIALS[kind] as Credential<K> | null;

@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Database } from '../../../core/db.js';
 import type { Principal } from '../../domain/access.js';
-import type { ProgramKey } from '../../domain/api-keys.js';
+import { createProgramKeyFinder, type ProgramKey } from '../../domain/api-keys.js';
 import { ApiError } from '../errors.js';
 import { M } from '../messages.js';
-import { credentialOf } from './credentials.js';
+import { credentialOf, programKeyPrincipal } from './credentials.js';
 import { refusal } from './refusal.js';
 import { REQUIREMENTS, type ProgramKeyFamily } from './requirements.js';
 
@@ -64,10 +64,12 @@ export function programKeyHook(db: Database, options: KeyAuthOptions) {
   const anonymous = requirement.anonymous;
   const refuse = requirement.refuse;
   const credential = credentialOf('programKey');
+  const findKey = createProgramKeyFinder(db);
 
   async function resolveKey(request: FastifyRequest, reply: FastifyReply, token: string) {
-    const principal = await credential.resolve(db, token);
-    if (!principal) throw refusal(refuse.invalid);
+    const key = await findKey(token);
+    if (!key) throw refusal(refuse.invalid);
+    const principal = programKeyPrincipal(key, token);
     const { rotation } = principal;
     if (rotation) {
       const notice = { markedAt: rotation.markedAt, deadline: rotation.deadline, docsUrl };
