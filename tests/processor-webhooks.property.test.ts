@@ -198,6 +198,27 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
     return { sales, customers, outbox: await t.db.many(q.outbox, [tw.program.programId]) };
   };
 
+  /**
+   * One history applied once in order to a twin program (the reference), and the deliveries of
+   * the same history to another twin: each event 1 to 3 times, shuffled.
+   */
+  const scenario = async (history: Payment[], copies: fc.Stream<number>, seed: number, tag: string) => {
+    const inOrder = await twin();
+    const shuffled = await twin();
+    const refPrefix = `${tag}r${Date.now()}`;
+    const testPrefix = `${tag}s${Date.now()}`;
+    for (const e of materialize(history, inOrder, refPrefix)) expect((await deliver(app, e)).statusCode).toBe(200);
+    const events = materialize(history, shuffled, testPrefix);
+    const copiesIt = copies[Symbol.iterator]();
+    const deliveries = events.flatMap((e) => Array.from({ length: copiesIt.next().value as number }, () => e));
+    shuffle(deliveries, seed);
+    return {
+      events,
+      deliveries,
+      same: async () => expect(await state(shuffled, testPrefix)).toEqual(await state(inOrder, refPrefix)),
+    };
+  };
+
   it('delivered 1 to 3 times, shuffled, killed mid-way: the same state as once in order', async () => {
     let run = 0;
     let killed = 0;
@@ -209,16 +230,7 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
         fc.integer(),
         async (history, copies, killAfter, seed) => {
           run += 1;
-          const inOrder = await twin();
-          const shuffled = await twin();
-          const refPrefix = `r${run}x${Date.now()}`;
-          const testPrefix = `s${run}x${Date.now()}`;
-          for (const e of materialize(history, inOrder, refPrefix)) expect((await deliver(app, e)).statusCode).toBe(200);
-
-          const events = materialize(history, shuffled, testPrefix);
-          const copiesIt = copies[Symbol.iterator]();
-          const deliveries = events.flatMap((e) => Array.from({ length: copiesIt.next().value as number }, () => e));
-          shuffle(deliveries, seed);
+          const { events, deliveries, same } = await scenario(history, copies, seed, `p${run}`);
           const acknowledged = new Set<string>();
           const send = async (target: FastifyInstance, e: object) => {
             const res = await deliver(target, e);
@@ -241,8 +253,7 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
           for (const e of events) if (!acknowledged.has((e as { id: string }).id)) await send(app, e);
           expect(acknowledged.size).toBe(events.length);
 
-          const [expected, actual] = [await state(inOrder, refPrefix), await state(shuffled, testPrefix)];
-          expect(actual).toEqual(expected);
+          await same();
         },
       ),
       { numRuns: kind === 'pglite' ? 12 : 8 },
@@ -262,15 +273,7 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
         fc.integer(),
         async (history, copies, killAfterMs, seed) => {
           run += 1;
-          const inOrder = await twin();
-          const shuffled = await twin();
-          const refPrefix = `kr${run}x${Date.now()}`;
-          const testPrefix = `ks${run}x${Date.now()}`;
-          for (const e of materialize(history, inOrder, refPrefix)) expect((await deliver(app, e)).statusCode).toBe(200);
-          const events = materialize(history, shuffled, testPrefix);
-          const copiesIt = copies[Symbol.iterator]();
-          const deliveries = events.flatMap((e) => Array.from({ length: copiesIt.next().value as number }, () => e));
-          shuffle(deliveries, seed);
+          const { events, deliveries, same } = await scenario(history, copies, seed, `k${run}`);
           const acknowledged = new Set<string>();
           const send = async (base: string, e: object) => {
             const status = await deliverHttp(base, e);
@@ -295,7 +298,7 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
             await once(second.child, 'exit');
           }
           expect(acknowledged.size).toBe(events.length);
-          expect(await state(shuffled, testPrefix)).toEqual(await state(inOrder, refPrefix));
+          await same();
         },
       ),
       { numRuns: 3 },
