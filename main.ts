@@ -101,7 +101,10 @@ async function main() {
   }
   const app =
     config.roles.has('ingest') && db
-      ? await buildApp({ db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse, cliIdentity })
+      ? await buildApp({
+          db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse, cliIdentity,
+          processorWebhookSecrets: () => config.processor.webhookSecrets,
+        })
       : undefined;
 
   // Relay and loader figures: on /metrics when METRICS_PORT is set, and in the logs every minute.
@@ -168,6 +171,10 @@ async function main() {
     logger.info({ issuer: embeddedProvider.issuer }, 'embedded OpenID provider for svc login started');
   }
   const demo = config.database.kind === 'pglite' && config.seedDemo ? await ensureDemo(db, config.dataDir, new URL(url).origin) : undefined;
+  // The demo's processor secret is accepted beside the configured ones (the app reads the list per event).
+  if (demo?.credentials.processorWebhookSecret && !config.processor.webhookSecrets.includes(demo.credentials.processorWebhookSecret)) {
+    config.processor.webhookSecrets.push(demo.credentials.processorWebhookSecret);
+  }
   process.stdout.write(banner(url, describeMode(config), demo));
 }
 

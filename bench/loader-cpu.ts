@@ -72,7 +72,7 @@ async function makeMessages(): Promise<StoredMessage[]> {
     await addMember(db, workspaceId, 'owner@bench.example', 'owner', 'Bench owner');
     const programs: SeededProgram[] = [];
     for (const label of ['a', 'b', 'c']) programs.push(await seedProgram(db, workspaceId, label));
-    const app = await buildApp({ db, rateLimits: memoryRateLimitStore(), logger: createLogger('silent'), trustProxy: true, tracking: { platformFeeBps: 2_000, docsBaseUrl: 'https://docs.bench.example' } });
+    const app = await buildApp({ db, rateLimits: memoryRateLimitStore(), logger: createLogger('silent'), trustProxy: ['127.0.0.1'], tracking: { platformFeeBps: 2_000, docsBaseUrl: 'https://docs.bench.example' } });
     let ip = 0;
     const post = async (url: string, payload: object, key?: string) => {
       ip += 1;

@@ -57,6 +57,11 @@ const EnvSchema = z.object({
     .transform((v) => v === 'on'),
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(2_000),
   DOCS_BASE_URL: z.url().default('https://docs.affiliate-tracking.dev'),
+  // The payment processor's webhook signing secrets (issue 12), comma-separated: several during a rotation.
+  PROCESSOR_WEBHOOK_SECRETS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
   // CLI browser login (issue 16). Without OIDC_ISSUER the service runs its own OpenID provider
   // in-process (the demo account), on OIDC_EMBEDDED_PORT or PORT+1.
   OIDC_ISSUER: z.url().optional(),
@@ -125,6 +130,11 @@ export interface TrackingConfig {
   docsBaseUrl: string;
 }
 
+export interface ProcessorConfig {
+  /** Accepted webhook signing secrets; the embedded start adds the one it generated for the demo. */
+  webhookSecrets: string[];
+}
+
 /**
  * The stream half in this process. Embedded: relay and loader run inside the ingest process,
  * publishing straight into the warehouse. Off: ingest only (the distributed relay and loader are
@@ -172,6 +182,7 @@ export interface Config {
   database: DatabaseConfig;
   rateLimit: RateLimitConfig;
   tracking: TrackingConfig;
+  processor: ProcessorConfig;
   identity: IdentityConfig;
   pipeline: PipelineConfig;
   /** What this process runs: all three in the embedded mode, one each in the distributed mode. */
@@ -252,6 +263,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg`, durable: e.EMBEDDED_FSYNC },
     rateLimit: e.REDIS_URL ? { kind: 'redis', url: e.REDIS_URL } : { kind: 'memory' },
     tracking: { platformFeeBps: e.PLATFORM_FEE_BPS, docsBaseUrl: e.DOCS_BASE_URL },
+    processor: { webhookSecrets: e.PROCESSOR_WEBHOOK_SECRETS },
     identity: {
       clientId: e.OIDC_CLIENT_ID,
       audience: e.OIDC_AUDIENCE ?? e.OIDC_CLIENT_ID,

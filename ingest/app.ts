@@ -17,6 +17,8 @@ import { agentRoutes } from './routes/agent.js';
 import { dashboardPageRoutes } from './routes/dashboard-page.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { managementRoutes } from './routes/management.js';
+import { processorConnectionRoutes } from './routes/processor-connection.js';
+import { processorWebhookRoutes } from './routes/processor-webhooks.js';
 import { readinessRoutes } from './routes/readiness.js';
 import { trackRoutes } from './routes/track.js';
 import { trackerScriptRoutes } from './routes/tracker-script.js';
@@ -36,6 +38,8 @@ export interface AppDeps {
   warehouse?: Warehouse;
   /** The OpenID provider of the CLI's browser login; without it the login endpoints answer 500. */
   cliIdentity?: CliIdentity;
+  /** The payment processor's webhook signing secrets, read per event; without any every event answers 400. */
+  processorWebhookSecrets?: () => readonly string[];
 }
 
 const MANAGEMENT_BODY_LIMIT = 64 * 1024;
@@ -115,10 +119,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       scope.register(trackRoutes, { prefix: '/track', db, rateLimits, authThrottle, clock, platformFeeBps, docsBaseUrl });
       scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, authThrottle, clock, docsBaseUrl });
       scope.register(cliRoutes, { prefix: '/cli', db, rateLimits, authThrottle, clock, docsBaseUrl, platformFeeBps, identity: deps.cliIdentity });
+      scope.register(processorWebhookRoutes, { prefix: '/webhooks', db, clock, platformFeeBps, webhookSecrets: deps.processorWebhookSecrets ?? (() => []) });
     },
     { prefix: '/api/v1' },
   );
   await app.register(managementRoutes, { prefix: '/api/tracking', db, authThrottle });
+  await app.register(processorConnectionRoutes, { prefix: '/api/tracking', db, authThrottle });
   await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock, authThrottle });
   await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse: deps.warehouse, rateLimits, clock, authThrottle });
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -15,6 +16,8 @@ export interface DemoCredentials {
   dashboardToken: string;
   /** An agent key (`agt_`) of the demo workspace with every scope (issue 13). */
   agentKey: string;
+  /** The payment processor's webhook signing secret (`whsec_`) this start accepts (issue 12). */
+  processorWebhookSecret?: string;
 }
 
 /** The demo data of this start: `created` only on the start that made it. */
@@ -52,7 +55,8 @@ export async function ensureDemo(db: Database, dataDir: string, siteOrigin: stri
   const { apiKey } = await issueProgramKey(db, program.id);
   const partner = await createPartner(db, program.id, { name: 'Demo partner', email: 'partner@demo.example', affCode: 'demo-partner' });
   const { agentKey } = await issueAgentKey(db, workspaceId, 'Demo agent', AGENT_SCOPES);
-  const credentials = { programId: program.id, apiKey, affCode: partner.affCode, dashboardToken, agentKey };
+  const processorWebhookSecret = `whsec_${randomBytes(24).toString('base64url')}`;
+  const credentials = { programId: program.id, apiKey, affCode: partner.affCode, dashboardToken, agentKey, processorWebhookSecret };
   await writeFile(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   return { credentials, created: true, file };
 }
@@ -69,10 +73,11 @@ export function demoBannerLines(url: string, demo: DemoStart): string[] {
       `  demo API key:         ${credentials.apiKey}`,
       `  demo dashboard token: ${credentials.dashboardToken}`,
       `  demo agent key:       ${credentials.agentKey}`,
+      `  processor webhook secret: ${credentials.processorWebhookSecret}`,
       `  (shown once; kept in ${demo.file})`,
     );
   } else {
-    lines.push(`  demo API key, dashboard token and agent key: in ${demo.file}`);
+    lines.push(`  demo API key, dashboard token, agent key and processor webhook secret: in ${demo.file}`);
   }
   lines.push(
     ``,

@@ -17,16 +17,29 @@ const agent = (workspaceId: number, scopes: Permission[]): Principal => ({ kind:
 describe('the permission check', () => {
   const inProgram = (role: 'owner' | 'member' | null) => ({ workspaceId: 7, programId: 70, role });
 
-  it('grants roles as today: members read and edit programs, only owners manage the key', () => {
+  it('grants roles as today: members read and edit programs, only owners manage the key and the processor connection', () => {
     const table = (role: 'owner' | 'member' | null) => Object.fromEntries(PERMISSIONS.map((p) => [p, decide(session(1), inProgram(role), p)]));
-    expect(table('owner')).toEqual({ 'tracking:read': 'allowed', 'tracking:write': 'missing-permission', 'program:write': 'allowed', 'api_key:manage': 'allowed' });
+    expect(table('owner')).toEqual({
+      'tracking:read': 'allowed',
+      'tracking:write': 'missing-permission',
+      'program:write': 'allowed',
+      'api_key:manage': 'allowed',
+      'processor:manage': 'allowed',
+    });
     expect(table('member')).toEqual({
       'tracking:read': 'allowed',
       'tracking:write': 'missing-permission',
       'program:write': 'allowed',
       'api_key:manage': 'missing-permission',
+      'processor:manage': 'missing-permission',
     });
-    expect(table(null)).toEqual({ 'tracking:read': 'not-member', 'tracking:write': 'not-member', 'program:write': 'not-member', 'api_key:manage': 'not-member' });
+    expect(table(null)).toEqual({
+      'tracking:read': 'not-member',
+      'tracking:write': 'not-member',
+      'program:write': 'not-member',
+      'api_key:manage': 'not-member',
+      'processor:manage': 'not-member',
+    });
   });
 
   it('an account login token acts through the same roles as a session', () => {

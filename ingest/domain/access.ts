@@ -19,7 +19,7 @@ export const AGENT_SCOPES = [
 export type AgentScope = (typeof AGENT_SCOPES)[number];
 
 /** What a caller may do to a program or a workspace. */
-export const PERMISSIONS = ['tracking:read', 'tracking:write', 'program:write', 'api_key:manage', ...AGENT_SCOPES] as const;
+export const PERMISSIONS = ['tracking:read', 'tracking:write', 'program:write', 'api_key:manage', 'processor:manage', ...AGENT_SCOPES] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const isAgentScope = (value: string): value is AgentScope => (AGENT_SCOPES as readonly string[]).includes(value);
@@ -46,9 +46,9 @@ export type Principal =
 
 export type CredentialKind = Principal['kind'];
 
-/** Roles as today: every member reads and edits a program; only owners handle its key. */
+/** Roles as today: every member reads and edits a program; only owners handle its key and its processor connection. */
 export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
-  owner: ['tracking:read', 'program:write', 'api_key:manage'],
+  owner: ['tracking:read', 'program:write', 'api_key:manage', 'processor:manage'],
   member: ['tracking:read', 'program:write'],
 };
 

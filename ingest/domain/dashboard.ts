@@ -1,5 +1,6 @@
 import { sql, type Database } from '../../core/db.js';
-import { paymentsStep } from './payment-step.js';
+import { paymentsStep, type ProcessorConnection } from './payment-step.js';
+import { processorConnection } from './processor-connections.js';
 import type { PaymentTrackingMode } from './programs.js';
 
 /** The status endpoint counts test events up to this many per step (spec "Limits"). */
@@ -34,6 +35,8 @@ export interface TestEventSummary {
 
 export interface IntegrationFacts {
   paymentTrackingMode: PaymentTrackingMode;
+  /** The program's processor connection; null when none was made. */
+  processorConnection: ProcessorConnection | null;
   hasPartners: boolean;
   pageview: TestEventSummary;
   referrals: TestEventSummary;
@@ -65,6 +68,7 @@ export async function integrationFacts(db: Database, programId: number): Promise
   });
   return {
     paymentTrackingMode: row.paymentTrackingMode,
+    processorConnection: await processorConnection(db, programId),
     hasPartners: row.hasPartners,
     pageview: summary(row.clickCount, row.latestClickId, row.latestClickAt),
     referrals: summary(row.leadCount, row.latestLeadId, row.latestLeadAt),
@@ -73,7 +77,7 @@ export async function integrationFacts(db: Database, programId: number): Promise
 
 /** The body of GET /api/tracking/status/:programId (and of the CLI's GET /status). */
 export function integrationStatus(programId: number, facts: IntegrationFacts, now: Date) {
-  const payments = paymentsStep(facts.paymentTrackingMode, null);
+  const payments = paymentsStep(facts.paymentTrackingMode, facts.processorConnection);
   const statistics = (s: TestEventSummary) => ({
     testEventCount: Math.min(s.count, TEST_EVENT_COUNT_CAP),
     hasTestEvents: s.count > 0,

@@ -16,7 +16,7 @@ export const PROCESSOR_NOT_CONNECTED = 'not_connected';
 /**
  * The payments step of the integration checklist (dashboard status and CLI status): complete when
  * the processor connection is `connected` or the program reports sales server to server (s2s).
- * Callers pass the connection when one exists; today none does, so it is null everywhere.
+ * The connection is the program's processor connection (ingest/domain/processor-connections.ts), null without one.
  */
 export function paymentsStep(mode: PaymentTrackingMode, connection: ProcessorConnection | null) {
   const processorConnectionStatus = connection?.status ?? PROCESSOR_NOT_CONNECTED;

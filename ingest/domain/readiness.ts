@@ -1,5 +1,7 @@
 import { sql, type Database } from '../../core/db.js';
 import type { ProgramKey } from './api-keys.js';
+import { paymentsStep } from './payment-step.js';
+import { processorConnection } from './processor-connections.js';
 
 interface ReadinessRow {
   payment_tracking_mode: 'processor_connect' | 's2s';
@@ -39,6 +41,8 @@ export interface ReadinessCheck {
 export async function computeReadiness(db: Database, key: ProgramKey, now = new Date()) {
   const f = (await db.one<ReadinessRow>(q, [key.programId]))!;
   const collided = await db.many<{ transaction_id: string; attempts: number; last_seen_at: Date }>(collisions, [key.programId]);
+  const connection = await processorConnection(db, key.programId);
+  const payments = paymentsStep(f.payment_tracking_mode, connection);
   const marked = key.rotationDeadline !== null;
   const checks: ReadinessCheck[] = [
     {
@@ -55,11 +59,15 @@ export async function computeReadiness(db: Database, key: ProgramKey, now = new 
     { name: 'test_sale', ok: f.test_sales > 0, detail: f.test_sales > 0 ? 'A test sale was recorded.' : 'Send a sale with additional_data.test_mode true.' },
     {
       name: 'payment_tracking',
-      ok: f.payment_tracking_mode === 's2s',
+      ok: payments.complete,
       detail:
         f.payment_tracking_mode === 's2s'
           ? 'Sales are reported server to server.'
-          : 'Payment tracking expects a processor connection, and none is connected yet; or switch paymentTrackingMode to s2s.',
+          : payments.statistics.isProcessorConnected
+            ? `Payments are recorded from the connected processor account ${payments.statistics.processorAccountId}.`
+            : connection
+              ? `The processor account ${connection.accountId} is ${connection.status}: connect it again from the program settings, or switch paymentTrackingMode to s2s.`
+              : 'Payment tracking expects a processor connection, and none is connected yet; or switch paymentTrackingMode to s2s.',
     },
   ];
   return {

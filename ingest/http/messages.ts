@@ -94,6 +94,15 @@ export const M = {
   origin: {
     notAllowed: 'Origin is not on the allowed-origin list of this program', // ours
   },
+  processor: {
+    signature: 'Invalid processor signature', // ours
+    body: 'The event body is not a processor event', // ours
+    failed: 'Processor event processing failed', // ours
+    accountId: 'account_id must be a processor account id (acct_...)', // ours
+    notConnected: 'This program has no processor connection', // ours
+    limit: 'limit must be an integer from 1 to 100', // ours
+    ownerOnly: 'Only a workspace owner can connect or disconnect the payment processor', // ours
+  },
   management: {
     sessionRequired: 'A dashboard session is required', // ours
     forbidden: 'You are not a member of the workspace that owns this program', // ours
@@ -179,6 +188,7 @@ export const M = {
     failed: 'Internal server error', // ours
     cursor: 'cursor is not valid; pass the next_cursor of a previous page unchanged', // ours
     limit: 'limit must be an integer from 1 to 100', // ours
+    ownerOnly: 'Only a workspace owner can connect or disconnect the payment processor', // ours
     partnerId: 'partner_id must be a positive integer', // ours
     time: (name: string) => `${name} must be an ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z`, // ours
     timeOrder: 'from must be before to', // ours

@@ -95,6 +95,8 @@ export const SURFACES = {
   management: platform(M.management.failed, {
     refusals: { link_not_found: () => notFound(M.management.linkNotFound) },
   }),
+  /** POST /api/v1/webhooks/processor: a 500 makes the processor retry the event. */
+  processorWebhook: platform(M.processor.failed),
   performance: platform(M.dashboard.performanceFailed),
   status: platform(M.dashboard.statusFailed),
   // CLI endpoints under /api/v1/cli/ (issue 16).

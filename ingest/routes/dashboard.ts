@@ -103,6 +103,19 @@ export const PerformanceOk = z.object({
   }),
 });
 
+/** statistics.payments of the status endpoint; also the answer of the processor-connection routes. */
+export const PaymentsStatistics = z.object({
+  paymentTrackingMode: z.enum(['processor_connect', 's2s']),
+  methodReady: z.boolean(),
+  processorConnectionStatus: z.string(),
+  isProcessorConnected: z.boolean(),
+  processorAccountId: z.string().nullable(),
+  chargesEnabled: z.boolean(),
+  payoutsEnabled: z.boolean(),
+  detailsSubmitted: z.boolean(),
+  connectionDate: z.string().nullable(),
+});
+
 const TestEvents = z.object({
   testEventCount: z.number().int(),
   hasTestEvents: z.boolean(),
@@ -120,17 +133,7 @@ export const StatusOk = z.object({
     statistics: z.object({
       pageview: TestEvents,
       referrals: TestEvents,
-      payments: z.object({
-        paymentTrackingMode: z.enum(['processor_connect', 's2s']),
-        methodReady: z.boolean(),
-        processorConnectionStatus: z.string(),
-        isProcessorConnected: z.boolean(),
-        processorAccountId: z.string().nullable(),
-        chargesEnabled: z.boolean(),
-        payoutsEnabled: z.boolean(),
-        detailsSubmitted: z.boolean(),
-        connectionDate: z.string().nullable(),
-      }),
+      payments: PaymentsStatistics,
     }),
     hasPartners: z.boolean(),
     lastUpdated: z.string(),

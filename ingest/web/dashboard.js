@@ -58,9 +58,15 @@ class ApiFailure extends Error {
   }
 }
 
-async function api(path, signal) {
+async function api(path, signal, init = {}) {
   const response = await fetch(path, {
-    headers: { authorization: `Bearer ${state.token}`, accept: 'application/json' },
+    method: init.method ?? 'GET',
+    headers: {
+      authorization: `Bearer ${state.token}`,
+      accept: 'application/json',
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
     cache: 'no-store',
     credentials: 'omit',
     signal,
@@ -205,9 +211,10 @@ async function loadFigures() {
   app.dataset.programId = String(programId);
   app.dataset.period = period;
   showAlert();
-  const [performance, status] = await Promise.allSettled([
+  const [performance, status, events] = await Promise.allSettled([
     api(`/api/tracking/performance/${programId}?period=${encodeURIComponent(period)}`, controller.signal),
     api(`/api/tracking/status/${programId}`, controller.signal),
+    api(`/api/tracking/programs/${programId}/processor-events?limit=10`, controller.signal),
   ]);
   if (load !== state.load) return;
   const failures = [performance, status].filter((r) => r.status === 'rejected').map((r) => r.reason);
@@ -220,6 +227,7 @@ async function loadFigures() {
   else clearPerformance();
   if (status.status === 'fulfilled') renderChecklist(status.value.data);
   else clearChecklist();
+  renderPayments(status.status === 'fulfilled' ? status.value.data.statistics?.payments : null, events.status === 'fulfilled' ? events.value.data : []);
   if (failures.length) {
     const which = [performance.status === 'rejected' && 'figures', status.status === 'rejected' && 'checklist'].filter(Boolean).join(' and ');
     showAlert(`Could not load the ${which}: ${failures[0].message}`);
@@ -498,7 +506,86 @@ function renderChecklist(status) {
   $('checklist-summary').textContent = `${done} of ${steps.length} done${updated}`;
 }
 
+// ---- Program settings: payments (the processor connection, issue 12) ----
+
+const STATUS_WORDS = { connected: 'Connected', deauthorized: 'Deauthorized by the processor account', not_connected: 'Not connected' };
+const yesNo = (v) => (v ? 'Yes' : 'No');
+
+function renderPayments(payments, events) {
+  const facts = $('payments-facts');
+  const connected = payments?.isProcessorConnected === true;
+  const status = payments?.processorConnectionStatus;
+  $('payments-summary').textContent = payments
+    ? payments.paymentTrackingMode === 's2s'
+      ? 'Sales are reported server to server (s2s); a processor connection is optional.'
+      : `Payment tracking: processor connection. ${STATUS_WORDS[status] ?? status}.`
+    : '';
+  const rows = payments
+    ? [
+        ['Status', STATUS_WORDS[status] ?? status ?? '–'],
+        ['Account', payments.processorAccountId ?? '–'],
+        ['Charges enabled', yesNo(payments.chargesEnabled)],
+        ['Payouts enabled', yesNo(payments.payoutsEnabled)],
+        ['Details submitted', yesNo(payments.detailsSubmitted)],
+        ['Connected', payments.connectionDate ? timeFormat.format(new Date(payments.connectionDate)) : '–'],
+      ]
+    : [];
+  facts.replaceChildren(
+    ...rows.flatMap(([term, value]) => {
+      const dt = document.createElement('dt');
+      dt.textContent = term;
+      const dd = document.createElement('dd');
+      dd.textContent = value;
+      dd.dataset.fact = term;
+      return [dt, dd];
+    }),
+  );
+  $('payments').dataset.status = status ?? '';
+  $('processor-disconnect').hidden = !payments?.processorAccountId;
+  $('processor-connect').textContent = payments?.processorAccountId ? 'Connect another account' : 'Connect';
+  $('processor-webhook').textContent =
+    `Point the processor's webhook at ${location.origin}/api/v1/webhooks/processor with the events checkout.session.completed, ` +
+    'checkout.session.async_payment_succeeded, invoice.payment_succeeded, invoice_payment.paid, charge.refunded, charge.dispute.created, ' +
+    'account.updated and account.application.deauthorized.' +
+    (connected ? '' : ' Sales are recorded once the account is connected.');
+  const table = $('processor-events');
+  table.hidden = events.length === 0;
+  table.tBodies[0].replaceChildren(
+    ...events.map((e) => {
+      const tr = document.createElement('tr');
+      tr.dataset.eventId = e.event_id;
+      const outcome = e.reason ? `${e.outcome} (${e.reason})` : e.outcome;
+      for (const text of [timeFormat.format(new Date(e.received_at)), e.event_type, outcome, String(e.deliveries)]) {
+        const td = document.createElement('td');
+        td.textContent = text;
+        tr.append(td);
+      }
+      return tr;
+    }),
+  );
+}
+
+async function changeConnection(init) {
+  const error = $('processor-error');
+  error.hidden = true;
+  try {
+    await api(`/api/tracking/programs/${state.programId}/processor-connection`, undefined, init);
+    $('processor-account').value = '';
+    await loadFigures();
+  } catch (e) {
+    error.textContent = e.message;
+    error.hidden = false;
+  }
+}
+
 // ---- Wiring ----
+
+$('processor-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const accountId = $('processor-account').value.trim();
+  if (accountId) void changeConnection({ method: 'PUT', body: { account_id: accountId } });
+});
+$('processor-disconnect').addEventListener('click', () => void changeConnection({ method: 'DELETE' }));
 
 $('sign-in-form').addEventListener('submit', (event) => {
   event.preventDefault();

@@ -8,6 +8,8 @@ import { memoryRateLimitStore, type RateLimitStore } from '../../ingest/http/rat
 
 export const FEE_BPS = 2_000;
 export const DOCS_BASE_URL = 'https://docs.test.example';
+/** The processor webhook secrets every test app accepts (two: a rotation in progress). */
+export const PROCESSOR_SECRETS = ['whsec_test_current_secret', 'whsec_test_previous_secret'];
 
 export async function buildTestApp(
   db: Database,
@@ -23,6 +25,7 @@ export async function buildTestApp(
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     trustProxy: ['127.0.0.1'],
     tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
+    processorWebhookSecrets: () => PROCESSOR_SECRETS,
   });
   await app.ready();
   return app;

@@ -88,7 +88,8 @@ export const REQUIREMENTS = {
       ...same(answer(401, M.management.sessionRequired)),
       unknownProgram: answer(403, M.management.forbidden),
       notMember: answer(403, M.management.forbidden),
-      missingPermission: (permission) => answer(403, permission === 'api_key:manage' ? M.management.ownerOnly : M.management.forbidden),
+      missingPermission: (permission) =>
+        answer(403, permission === 'api_key:manage' ? M.management.ownerOnly : permission === 'processor:manage' ? M.processor.ownerOnly : M.management.forbidden),
     },
   },
   // Authentication rule 6: performance answers 403 (not 401) without a session, to a non-member
