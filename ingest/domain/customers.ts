@@ -1,6 +1,6 @@
 import { sql, type Queryable } from '../../core/db.js';
 
-/** A customer row as the lead and sale flows need it, locked by the reads below. */
+/** A customer row as the processor's partner resolution reads it (the tracking routes go through record_sale and record_lead), locked by the reads below. */
 export interface CustomerRow {
   id: number;
   program_id: number;
@@ -52,22 +52,6 @@ const q = {
        FROM clicks k JOIN programs p ON p.id = k.program_id
       WHERE k.click_id = $1 FOR UPDATE OF k`,
   ),
-  keyInOtherProgram: sql(
-    'customers.key_in_other_program',
-    `SELECT 1 AS found FROM customers c JOIN programs p ON p.id = c.program_id
-      WHERE c.customer_key = $2 AND c.program_id <> $1
-        AND p.workspace_id = (SELECT workspace_id FROM programs WHERE id = $1)
-      LIMIT 1`,
-  ),
-  insert: sql(
-    'customers.insert',
-    `INSERT INTO customers (program_id, click_id, partner_id, partner_program_id, customer_key, email, status,
-                            provisional, test, signup_date, first_purchase_date)
-     -- A lead signs up now; a customer whose first event is a sale has no signup.
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $7 = 'lead' THEN now() END, $10)
-     RETURNING id, program_id, click_id, partner_id, partner_program_id, customer_key, status, provisional, test,
-               signup_date, first_purchase_date, version, updated_at`,
-  ),
   update: sql(
     'customers.update',
     `UPDATE customers
@@ -85,36 +69,6 @@ export const lockCustomerByKey = (tx: Queryable, programId: number, customerKey:
 export const lockCustomerByClick = (tx: Queryable, clickId: string) => tx.one<CustomerRow>(q.byClick, [clickId]);
 
 export const lockClick = (tx: Queryable, clickId: string) => tx.one<ClickForCustomer>(q.click, [clickId]);
-
-export async function customerKeyInOtherProgram(tx: Queryable, programId: number, customerKey: string) {
-  return (await tx.one(q.keyInOtherProgram, [programId, customerKey])) !== undefined;
-}
-
-export interface NewCustomer {
-  click: ClickForCustomer;
-  customerKey: string | null;
-  email: string | null;
-  status: 'lead' | 'conversion';
-  provisional: boolean;
-  test: boolean;
-  firstPurchaseDate: Date | null;
-}
-
-export async function insertCustomer(tx: Queryable, c: NewCustomer): Promise<CustomerRow> {
-  const row = await tx.one<CustomerRow>(q.insert, [
-    c.click.program_id,
-    c.click.click_id,
-    c.click.partner_id,
-    c.click.partner_program_id,
-    c.customerKey,
-    c.email,
-    c.status,
-    c.provisional,
-    c.test,
-    c.firstPurchaseDate?.toISOString() ?? null,
-  ]);
-  return { ...row!, click_created_at: c.click.created_at };
-}
 
 export interface CustomerChange {
   status: 'lead' | 'conversion';

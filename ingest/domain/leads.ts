@@ -1,5 +1,5 @@
 import type { Database, Queryable } from '../../core/db.js';
-import { createBatchedWriter, writeOne } from './tracking-writes.js';
+import { trackingWrite } from './tracking-writes.js';
 export interface LeadInput {
   clickId: string | undefined;
   customerKey: string | undefined;
@@ -50,17 +50,14 @@ function leadResult(result: unknown): LeadResult {
   };
 }
 
+const leads = trackingWrite('lead', leadItem, leadResult);
+
 /**
  * A signup: one statement, atomic on its own or in the caller's transaction. Server mode (valid
  * key) settles; browser mode on a server_required program leaves a provisional lead whose customer
  * key is not saved. First click wins. The rules are in record_lead (schemas/postgres/0013).
  */
-export async function recordLead(db: Queryable, input: LeadInput): Promise<LeadResult> {
-  return leadResult(await writeOne(db, 'lead', leadItem(input)));
-}
+export const recordLead = (db: Queryable, input: LeadInput): Promise<LeadResult> => leads.one(db, input);
 
 /** POST /track/lead's writer: concurrent leads in one statement and one commit (tracking-writes.ts). */
-export function createLeadWriter(db: Database): (input: LeadInput) => Promise<LeadResult> {
-  const write = createBatchedWriter(db, 'lead');
-  return async (input) => leadResult(await write(leadItem(input)));
-}
+export const createLeadWriter = (db: Database) => leads.batched(db);

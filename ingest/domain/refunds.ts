@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../../core/db.js';
 import type { SaleRow } from './sales.js';
-import { createBatchedWriter, writeOne } from './tracking-writes.js';
+import { trackingWrite } from './tracking-writes.js';
 export type RefundReason = 'refund' | 'chargeback';
 
 export interface RefundInput {
@@ -55,17 +55,14 @@ function refundOutcome(result: unknown): RefundOutcome {
   };
 }
 
+const refunds = trackingWrite('refund', refundItem, refundOutcome);
+
 /**
  * A full refund or chargeback of a recorded sale: the sale changes status, its commission and fee
  * are reversed. One statement, atomic on its own or in the caller's transaction; the rules are in
  * record_refund (schemas/postgres/0013).
  */
-export async function recordRefund(db: Queryable, input: RefundInput): Promise<RefundOutcome> {
-  return refundOutcome(await writeOne(db, 'refund', refundItem(input)));
-}
+export const recordRefund = (db: Queryable, input: RefundInput): Promise<RefundOutcome> => refunds.one(db, input);
 
 /** POST /track/refund's writer: concurrent refunds in one statement and one commit (tracking-writes.ts). */
-export function createRefundWriter(db: Database): (input: RefundInput) => Promise<RefundOutcome> {
-  const write = createBatchedWriter(db, 'refund');
-  return async (input) => refundOutcome(await write(refundItem(input)));
-}
+export const createRefundWriter = (db: Database) => refunds.batched(db);

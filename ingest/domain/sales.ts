@@ -1,6 +1,6 @@
 import { sql, type Database, type Queryable } from '../../core/db.js';
 import { DomainError, type Refusal } from './errors.js';
-import { createBatchedWriter, writeOne } from './tracking-writes.js';
+import { trackingWrite } from './tracking-writes.js';
 import type { Currency } from './payments.js';
 
 export interface SaleInput {
@@ -102,13 +102,13 @@ function saleOutcome(result: unknown): SaleOutcome {
   };
 }
 
+const sales = trackingWrite('sale', saleItem, saleOutcome);
+
 /**
  * Records a sale with its customer, commission, platform fee and outbox events: one statement,
  * atomic on its own or in the caller's transaction. The rules are in record_sale.
  */
-export async function recordSale(db: Queryable, input: SaleInput, feeBps: number): Promise<SaleOutcome> {
-  return saleOutcome(await writeOne(db, 'sale', saleItem(input), feeBps));
-}
+export const recordSale = (db: Queryable, input: SaleInput, feeBps: number): Promise<SaleOutcome> => sales.one(db, input, feeBps);
 
 const noteCollision = sql(
   'transaction_id_collisions.note',
@@ -123,14 +123,14 @@ const noteCollision = sql(
  * program, which sees it in readiness (never the other program's sale).
  */
 export function createSaleWriter(db: Database, feeBps: number): (input: SaleInput) => Promise<SaleOutcome> {
-  const write = createBatchedWriter(db, 'sale', feeBps);
+  const write = sales.batched(db, feeBps);
   return async (input) => {
-    const item = saleItem(input);
     try {
-      return saleOutcome(await write(item));
+      return await write(input);
     } catch (error) {
       if (error instanceof DomainError && error.refusal.reason === 'duplicate_transaction' && error.refusal.saleId === null) {
-        await db.many(noteCollision, [item.program_id, item.transaction_id]);
+        // A real sale always has its transaction_id (only test sales may leave it out).
+        await db.many(noteCollision, [input.programId, input.transactionId]);
       }
       throw error;
     }

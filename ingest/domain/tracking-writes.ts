@@ -87,3 +87,21 @@ export function createBatchedWriter(db: Database, kind: WriteKind, feeBps = 0): 
     { maxBatch: 30, maxInFlight: db.kind === 'pglite' ? 1 : 4 },
   );
 }
+
+/** A tracking write as the domain offers it: its input as the function's item, its result as the outcome. */
+export interface TrackingWrite<I, O> {
+  /** One write, in the caller's transaction or on its own. */
+  one(db: Queryable, input: I, feeBps?: number): Promise<O>;
+  /** A route's writer: concurrent writes by group commit. */
+  batched(db: Database, feeBps?: number): (input: I) => Promise<O>;
+}
+
+export function trackingWrite<I, O>(kind: WriteKind, toItem: (input: I) => object, toOutcome: (result: unknown) => O): TrackingWrite<I, O> {
+  return {
+    one: async (db, input, feeBps) => toOutcome(await writeOne(db, kind, toItem(input), feeBps)),
+    batched: (db, feeBps) => {
+      const write = createBatchedWriter(db, kind, feeBps);
+      return async (input) => toOutcome(await write(toItem(input)));
+    },
+  };
+}
