@@ -1,6 +1,9 @@
 import { sql, type Queryable } from '../../core/db.js';
 
-/** A customer row as the processor's partner resolution reads it (the tracking routes go through record_sale and record_lead), locked by the reads below. */
+/**
+ * A customer row as the processor's partner resolution reads it, locked by the reads below (the
+ * tracking routes go through record_sale and record_lead instead).
+ */
 export interface CustomerRow {
   id: number;
   program_id: number;
