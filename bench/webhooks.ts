@@ -164,7 +164,7 @@ async function main() {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp',
-        DATABASE_URL: dbUrl, PORT: String(port), HOST, LOG_LEVEL: 'warn', TRUST_PROXY: 'true', SEED_DEMO: 'false',
+        DATABASE_URL: dbUrl, PORT: String(port), HOST, LOG_LEVEL: 'warn', TRUST_PROXY: '127.0.0.1', SEED_DEMO: 'false',
         PIPELINE: 'off', PROCESSOR_WEBHOOK_SECRETS: SECRET,
       },
     });

@@ -127,7 +127,7 @@ async function startIngest(databaseUrl: string): Promise<{ child: ChildProcess; 
     cwd: ROOT,
     env: {
       PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn',
-      SEED_DEMO: 'false', PIPELINE: 'off', TRUST_PROXY: 'true', PROCESSOR_WEBHOOK_SECRETS: PROCESSOR_SECRETS.join(','),
+      SEED_DEMO: 'false', PIPELINE: 'off', TRUST_PROXY: '127.0.0.1', PROCESSOR_WEBHOOK_SECRETS: PROCESSOR_SECRETS.join(','),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
