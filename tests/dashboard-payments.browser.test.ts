@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../core/db.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../core/warehouse.js';
+import { createSession } from '../ingest/domain/workspaces.js';
 import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
 import { buildTestApp, createTestProgram, type TestProgram } from './support/app.js';
 import { browserTestsRun, launchChromium } from './support/browser.js';
@@ -50,6 +52,7 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
+  const ownerOf = sql('t.workspace_owner', `SELECT user_id FROM members WHERE workspace_id = $1 AND role = 'owner'`);
   const fact = (name: string) => page.textContent(`#payments-facts dd[data-fact="${name}"]`);
   const signIn = async (token: string) => {
     await page.goto(`${base}/dashboard#program=${shop.programId}`);
@@ -111,7 +114,9 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
   it('an owner disconnects; the payments step is pending again; no page or console error', async () => {
     await page.click('#sign-out');
     await page.waitForSelector('main[data-state="signed-out"]');
-    await signIn(shop.workspace.ownerToken);
+    // Signing out revoked the owner's first session on the server: the owner signs in with a new one.
+    const owner = await t.db.one<{ user_id: number }>(ownerOf, [shop.workspace.workspaceId]);
+    await signIn(await createSession(t.db, owner!.user_id));
     await page.waitForSelector('#payments[data-status="connected"]');
     await page.click('#processor-disconnect');
     await page.waitForSelector('#payments[data-status="not_connected"]');
