@@ -42,7 +42,7 @@ function refusalOf(reason: string | undefined, hint: string | null | undefined):
 }
 
 /** One write, in the caller's transaction or on its own: the function's JSON result. */
-export async function writeOne(db: Queryable, kind: WriteKind, item: object, feeBps = 0): Promise<unknown> {
+async function writeOne(db: Queryable, kind: WriteKind, item: object, feeBps = 0): Promise<unknown> {
   try {
     const row = await db.one<{ result: unknown }>(q[kind], kind === 'sale' ? [JSON.stringify(item), feeBps] : [JSON.stringify(item)]);
     return row!.result;
@@ -65,7 +65,7 @@ const WRITTEN_AGAIN_ALONE = new Set(['40P01', '40001', '23505']);
  * Writes of one kind from concurrent requests, by group commit: one record_batch statement and one
  * commit per batch (batched-statement.ts). Each answer is exactly what writeOne would give.
  */
-export function createBatchedWriter(db: Database, kind: WriteKind, feeBps = 0): (item: object) => Promise<unknown> {
+function createBatchedWriter(db: Database, kind: WriteKind, feeBps = 0): (item: object) => Promise<unknown> {
   return createBatchedStatement<object, unknown>(
     async (items) => {
       const row = await db.one<{ results: BatchAnswer[] }>(q.batch, [kind, JSON.stringify(items), feeBps]);

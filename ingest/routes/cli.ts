@@ -17,7 +17,7 @@ import { PlatformError, TypedError, body, echo } from '../http/schemas.js';
 import { hashSecret } from '../domain/secrets.js';
 import type { IdentityVerifier } from '../oidc/verifier.js';
 import { StatusOk } from './dashboard.js';
-import { Program, commissionRate, commissionType, programView, requiredText } from './management.js';
+import { Program, checkCommissionRate, commissionRate, commissionType, programView, requiredText } from './management.js';
 
 /** How the CLI's browser login reaches its OpenID provider and the login page. */
 export interface CliIdentity {
@@ -263,9 +263,7 @@ export const cliRoutes: FastifyPluginAsync<CliDeps> = async (fastify, deps) => {
         workspaceId = memberships[0]!.workspaceId;
       }
       await auth.checkWorkspace(request, 'cliInit', 'program:write', workspaceId);
-      if ((b.commission_type === 'percent' || b.commission_type === 'recurring_percent') && b.commission_rate > 100) {
-        throw badRequest(M.management.percentRateMax);
-      }
+      checkCommissionRate(b.commission_type, b.commission_rate);
       const program = await createProgram(db, workspaceId, {
         name: b.name,
         domain: b.domain,

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sql, type Database } from '../../core/db.js';
 import { issueProgramKey } from '../domain/api-keys.js';
-import { COMMISSION_TYPES } from '../domain/commissions.js';
+import { COMMISSION_TYPES, type CommissionType } from '../domain/commissions.js';
 import { canonicalOrigin } from '../domain/origins.js';
 import { createPartner, createProgram, getProgram, referralUrl, setLinkEnabled, updateProgram, type ProgramView } from '../domain/programs.js';
 import { revokeSession, workspacesOf } from '../domain/workspaces.js';
@@ -20,6 +20,11 @@ export interface ManagementDeps {
 }
 
 const { missingFields: MISSING, commissionRate: RATE, attributionWindow: WINDOW, workspaceId: WORKSPACE, allowedOrigins: ORIGINS } = M.management;
+
+/** A percent rate is a percentage of the sale: at most 100 (the create, init and update routes). */
+export function checkCommissionRate(type: CommissionType, rate: number) {
+  if ((type === 'percent' || type === 'recurring_percent') && rate > 100) throw badRequest(M.management.percentRateMax);
+}
 
 export const commissionType = z.enum(COMMISSION_TYPES as ['percent', 'fixed', 'recurring_percent', 'recurring_fixed'], {
   error: (issue) => (issue.input === undefined ? MISSING : M.management.commissionType(echo(issue.input, 40), COMMISSION_TYPES)),
@@ -138,9 +143,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
         workspaceId = memberships[0]!.workspaceId;
       }
       await auth.checkWorkspace(request, 'management', 'program:write', workspaceId);
-      if ((b.commission_type === 'percent' || b.commission_type === 'recurring_percent') && b.commission_rate > 100) {
-        throw badRequest(M.management.percentRateMax);
-      }
+      checkCommissionRate(b.commission_type, b.commission_rate);
       const program = await createProgram(db, workspaceId, {
         name: b.name,
         domain: b.domain,
@@ -196,11 +199,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
     async (request) => {
       const { programId } = request.params;
       const current = (await getProgram(db, programId))!;
-      const type = request.body.commission_type ?? current.commission_type;
-      const rate = request.body.commission_rate ?? current.commission_rate;
-      if ((type === 'percent' || type === 'recurring_percent') && rate > 100) {
-        throw badRequest(M.management.percentRateMax);
-      }
+      checkCommissionRate(request.body.commission_type ?? current.commission_type, request.body.commission_rate ?? current.commission_rate);
       return { data: programView(await updateProgram(db, programId, request.body)) };
     },
   );

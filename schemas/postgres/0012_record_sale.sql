@@ -1,7 +1,7 @@
--- A sale in one round trip (docs/architecture.md, "Rules that exist only for speed"): the rules of
--- ingest/domain/sales.ts run here, in the caller's transaction, so that POST /track/sale costs one
--- statement instead of about twelve. A refusal raises 'refused' with the reason as DETAIL (and
--- the sale id as HINT for a duplicate), which rolls back whatever the call wrote; ingest/domain/sales.ts
+-- A sale in one round trip (docs/architecture.md, "Rules that exist only for speed"): the sale's
+-- rules live here and run in the caller's transaction, so that POST /track/sale costs one statement
+-- instead of about twelve. A refusal raises 'refused' with the reason as DETAIL (and the sale id as
+-- HINT for a duplicate), which rolls back whatever the call wrote; ingest/domain/tracking-writes.ts
 -- turns it into the domain's refusal. The outbox payloads are the event contract's
 -- (schemas/event-contract.ts; tests/event-contract.test.ts checks every stored payload's fields).
 

@@ -1,7 +1,7 @@
 -- Leads and refunds in one statement each, and the batch that writes many of any kind in one
--- statement and one commit (docs/architecture.md, "Rules that exist only for speed"). The rules are
--- those of ingest/domain/leads.ts and refunds.ts, which call these; refusals raise 'refused' as
--- record_sale does (0012).
+-- statement and one commit (docs/architecture.md, "Rules that exist only for speed"). The lead and
+-- refund rules live here (ingest/domain/leads.ts and refunds.ts call these); refusals raise
+-- 'refused' as record_sale does (0012).
 
 CREATE FUNCTION customer_result(c customers) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
   SELECT jsonb_build_object('customer_id', c.id, 'program_id', c.program_id, 'click_id', c.click_id, 'status', c.status,
