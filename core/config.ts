@@ -55,6 +55,11 @@ const EnvSchema = z.object({
     .enum(['on', 'off'])
     .default('on')
     .transform((v) => v === 'on'),
+  // Embedded Postgres's buffer cache, inside the process's memory (core/db.ts says why it is small).
+  EMBEDDED_SHARED_BUFFERS: z
+    .string()
+    .regex(/^[1-9]\d{0,5}(kB|MB|GB)$/, 'EMBEDDED_SHARED_BUFFERS must be a size such as 32MB')
+    .default('32MB'),
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(2_000),
   DOCS_BASE_URL: z.url().default('https://docs.affiliate-tracking.dev'),
   // The payment processor's webhook signing secrets (issue 12), comma-separated: several during a rotation.
@@ -97,8 +102,11 @@ function isAddressOrCidr(value: string): boolean {
 export type TrustProxy = false | string[];
 
 export type DatabaseConfig =
-  /** durable: Postgres's own fsync at commit and checkpoint (EMBEDDED_FSYNC, on by default). */
-  | { kind: 'pglite'; dataDir: string | undefined; durable?: boolean }
+  /**
+   * durable: Postgres's own fsync at commit and checkpoint (EMBEDDED_FSYNC, on by default).
+   * sharedBuffers: Postgres's shared_buffers (EMBEDDED_SHARED_BUFFERS; 32MB when not given).
+   */
+  | { kind: 'pglite'; dataDir: string | undefined; durable?: boolean; sharedBuffers?: string }
   | { kind: 'postgres'; url: string; poolSize: number };
 
 export type RateLimitConfig = { kind: 'memory' } | { kind: 'redis'; url: string };
@@ -260,7 +268,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     http: { host: e.HOST, port: e.PORT, trustProxy: e.TRUST_PROXY, publicBaseUrl: e.PUBLIC_BASE_URL },
     database: e.DATABASE_URL
       ? { kind: 'postgres', url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE }
-      : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg`, durable: e.EMBEDDED_FSYNC },
+      : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg`, durable: e.EMBEDDED_FSYNC, sharedBuffers: e.EMBEDDED_SHARED_BUFFERS },
     rateLimit: e.REDIS_URL ? { kind: 'redis', url: e.REDIS_URL } : { kind: 'memory' },
     tracking: { platformFeeBps: e.PLATFORM_FEE_BPS, docsBaseUrl: e.DOCS_BASE_URL },
     processor: { webhookSecrets: e.PROCESSOR_WEBHOOK_SECRETS },

@@ -148,17 +148,26 @@ export interface DatabaseOptions {
 }
 
 /**
+ * PGlite keeps Postgres's 128 MB of shared buffers inside its WebAssembly heap, and initdb and the
+ * first start touch all of them: 32 MB cuts the embedded start's resident memory by about 130 MiB
+ * (a fresh in-memory database, as the tests open, by about 630 MiB). A single process with the OS's
+ * page cache behind it does not need the larger cache (docs/performance.md, "Embedded start").
+ */
+const DEFAULT_SHARED_BUFFERS = '32MB';
+const startParams = (sharedBuffers = DEFAULT_SHARED_BUFFERS) => [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`];
+
+/**
  * Creates a fresh PGlite data directory in a worker thread that then exits. PGlite's initdb grows
  * the WebAssembly heap it runs in by about 400 MiB and never gives it back; in a worker that memory
  * leaves with the thread, so the embedded start's resident memory is that of a reopened directory
  * (bench/embedded-start.ts; docs/performance.md, "Embedded start").
  */
-async function initPgliteDataDir(dataDir: string): Promise<void> {
+async function initPgliteDataDir(dataDir: string, params: string[]): Promise<void> {
   if (existsSync(join(dataDir, 'PG_VERSION'))) return;
   const pgliteUrl = import.meta.resolve('@electric-sql/pglite');
   const script = `const { workerData } = require('node:worker_threads');
-import(workerData.pgliteUrl).then(async ({ PGlite }) => { const db = await PGlite.create(workerData.dataDir); await db.close(); });`;
-  const worker = new Worker(script, { eval: true, workerData: { pgliteUrl, dataDir } });
+import(workerData.pgliteUrl).then(async ({ PGlite }) => { const db = await PGlite.create(workerData.dataDir, { startParams: workerData.startParams }); await db.close(); });`;
+  const worker = new Worker(script, { eval: true, workerData: { pgliteUrl, dataDir, startParams: params } });
   const [exitCode] = await Promise.race([
     once(worker, 'exit') as Promise<[number]>,
     once(worker, 'error').then(([error]) => Promise.reject(error as Error)),
@@ -197,7 +206,7 @@ class DurableNodeFS extends NodeFS {
   }
 }
 
-const DURABLE_START_PARAMS = [...PGlite.defaultStartParams.filter((p) => p !== '-F'), '-c', 'wal_sync_method=fsync'];
+const durable = (params: string[]) => [...params.filter((p) => p !== '-F'), '-c', 'wal_sync_method=fsync'];
 
 /** initdb writes without syncing: a fresh directory is synced once, files then directories. */
 function syncTree(path: string): void {
@@ -220,14 +229,15 @@ function syncPath(path: string): void {
 
 export async function openDatabase(config: DatabaseConfig, options: DatabaseOptions = {}): Promise<Database> {
   if (config.kind === 'pglite') {
-    const pgliteOptions: PGliteOptions = { parsers: { [INT8_OID]: toNumber, [NUMERIC_OID]: toNumber } };
+    const params = startParams(config.sharedBuffers);
+    const pgliteOptions: PGliteOptions = { parsers: { [INT8_OID]: toNumber, [NUMERIC_OID]: toNumber }, startParams: params };
     if (config.dataDir === undefined) return new PgliteDatabase(await PGlite.create(pgliteOptions));
     const fresh = !existsSync(join(config.dataDir, 'PG_VERSION'));
-    await initPgliteDataDir(config.dataDir);
+    await initPgliteDataDir(config.dataDir, params);
     // In memory, or durable unless EMBEDDED_FSYNC=off chose speed over surviving a power loss.
     if (config.durable === false) return new PgliteDatabase(await PGlite.create(config.dataDir, pgliteOptions));
     if (fresh) syncTree(config.dataDir);
-    const pglite = await PGlite.create({ ...pgliteOptions, fs: new DurableNodeFS(config.dataDir), startParams: DURABLE_START_PARAMS });
+    const pglite = await PGlite.create({ ...pgliteOptions, fs: new DurableNodeFS(config.dataDir), startParams: durable(params) });
     return new PgliteDatabase(pglite);
   }
   const types = {

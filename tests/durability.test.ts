@@ -9,6 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../core/config.js';
 import { openDatabase, sql, type Database } from '../core/db.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 
@@ -35,15 +36,23 @@ describe('embedded Postgres (PGlite) durability setting', () => {
     try {
       expect(await show(durable, 'fsync')).toBe('on');
       expect(await show(durable, 'wal_sync_method')).toBe('fsync');
+      expect(await show(durable, 'shared_buffers')).toBe('32MB');
     } finally {
       await durable.close();
     }
-    const fast = await openDatabase({ kind: 'pglite', dataDir: await freshDir(), durable: false });
+    const fast = await openDatabase({ kind: 'pglite', dataDir: await freshDir(), durable: false, sharedBuffers: '64MB' });
     try {
       expect(await show(fast, 'fsync')).toBe('off');
+      expect(await show(fast, 'shared_buffers')).toBe('64MB');
     } finally {
       await fast.close();
     }
+  });
+
+  it('keeps a small buffer cache unless EMBEDDED_SHARED_BUFFERS says otherwise', () => {
+    expect(loadConfig({}).database).toMatchObject({ kind: 'pglite', sharedBuffers: '32MB' });
+    expect(loadConfig({ EMBEDDED_SHARED_BUFFERS: '128MB' }).database).toMatchObject({ sharedBuffers: '128MB' });
+    expect(() => loadConfig({ EMBEDDED_SHARED_BUFFERS: '128' })).toThrow(/EMBEDDED_SHARED_BUFFERS must be a size such as 32MB/);
   });
 });
 
