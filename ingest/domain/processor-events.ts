@@ -1,4 +1,5 @@
 import { isUniqueViolation, sql, type Database, type Transaction } from '../../core/db.js';
+import { createBatchedStatement, type ItemResult } from './batched-statement.js';
 import { applyAccountEvent, connectedPrograms } from './processor-connections.js';
 import {
   readAccount,
@@ -43,8 +44,9 @@ const q = {
             waiting_for = $7, payload = $8, updated_at = now()
       WHERE event_id = $1`,
   ),
-  // A payment event, claimed, applied and settled in one statement (schemas/postgres/0015).
-  payment: sql('processor.record_payment', `SELECT record_processor_payment($1::jsonb, $2, $3) AS result`),
+  // Payment events, each claimed, applied and settled by one function call (schemas/postgres/0015).
+  payment: sql('processor.record_payment', `SELECT record_processor_payment($1::jsonb, $2, true) AS result`),
+  payments: sql('processor.record_payments', `SELECT record_processor_payments($1::jsonb, $2) AS results`),
   // Serializes the events of one payment across connections (see lockPayment): the keys are
   // locked in the order given, one round trip.
   lock: sql('processor.lock', `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) AS locked FROM unnest($1::text[]) AS k`),
@@ -60,31 +62,36 @@ export interface ProcessorDeps {
 }
 
 /**
- * Applies one signed processor event exactly once: its row (keyed by the event id) and its
- * effects commit in one transaction, so a repeat finds the row and changes nothing. Payments
- * take one statement (recordPayment); the other events a transaction here.
+ * Applies signed processor events, each exactly once: its row (keyed by the event id) and its
+ * effects commit in one transaction, so a repeat finds the row and changes nothing. Payment events
+ * go by group commit, one statement for those that arrive together (createPaymentWriter); the
+ * others take a transaction here.
  */
-export async function handleProcessorEvent(db: Database, event: ProcessorEvent, deps: ProcessorDeps): Promise<EventResult> {
-  try {
+export function createProcessorEventHandler(db: Database, deps: ProcessorDeps): (event: ProcessorEvent) => Promise<EventResult> {
+  const writePayment = createPaymentWriter(db, deps.feeBps);
+  const handle = async (event: ProcessorEvent): Promise<EventResult> => {
     const payment = paymentEvent(event);
-    if (payment) return await recordPayment(db, payment, deps);
-    return await db.transaction(async (tx) => {
-      const claimed = (await tx.one<{ inserted: boolean; outcome: Applied['outcome']; reason: string | null; program_id: number | null; sale_id: string | null; transaction_id: string | null }>(
-        q.claim,
-        [event.id, event.type, event.account ?? null, event.livemode, event.created],
-      ))!;
-      if (!claimed.inserted) {
-        return { outcome: 'duplicate', reason: claimed.outcome, programId: claimed.program_id, saleId: claimed.sale_id, transactionId: claimed.transaction_id };
-      }
-      const applied = await apply(tx, event);
-      await settleRow(tx, event, applied);
-      return { outcome: applied.outcome, reason: applied.reason, programId: applied.programId, saleId: applied.saleId, transactionId: applied.transactionId };
-    });
-  } catch (error) {
-    // Two deliveries of one event raced past the claim on different connections: the later is the duplicate.
-    if (isUniqueViolation(error, 'processor_events_pkey')) return handleProcessorEvent(db, event, deps);
-    throw error;
-  }
+    if (payment) return paymentResult(await writePayment(payment));
+    try {
+      return await db.transaction(async (tx) => {
+        const claimed = (await tx.one<{ inserted: boolean; outcome: Applied['outcome']; reason: string | null; program_id: number | null; sale_id: string | null; transaction_id: string | null }>(
+          q.claim,
+          [event.id, event.type, event.account ?? null, event.livemode, event.created],
+        ))!;
+        if (!claimed.inserted) {
+          return { outcome: 'duplicate', reason: claimed.outcome, programId: claimed.program_id, saleId: claimed.sale_id, transactionId: claimed.transaction_id };
+        }
+        const applied = await apply(tx, event);
+        await settleRow(tx, event, applied);
+        return { outcome: applied.outcome, reason: applied.reason, programId: applied.programId, saleId: applied.saleId, transactionId: applied.transactionId };
+      });
+    } catch (error) {
+      // Two deliveries of one event raced past the claim on different connections: the later is the duplicate.
+      if (isUniqueViolation(error, 'processor_events_pkey')) return handle(event);
+      throw error;
+    }
+  };
+  return handle;
 }
 
 async function settleRow(tx: Transaction, event: ProcessorEvent, a: Applied) {
@@ -99,7 +106,7 @@ const result = (outcome: Applied['outcome'], reason: string | null, more: Partia
   outcome, reason, programId: null, saleId: null, transactionId: null, ...more,
 });
 
-/** The events other than payments (recordPayment), in the transaction that claimed their row. */
+/** The events other than payments (createPaymentWriter), in the transaction that claimed their row. */
 async function apply(tx: Transaction, event: ProcessorEvent): Promise<Applied> {
   const object = event.data.object;
   switch (event.type) {
@@ -228,23 +235,48 @@ interface RecordedPayment {
 /** Raised by record_processor_payment, outside a transaction, when refunds wait for the payment. */
 const WAITING_EVENTS = 'waiting_events';
 
+type PaymentAnswer = { ok: RecordedPayment } | { failed: string; message: string };
+
 /**
- * A payment event in one statement, in its own implicit transaction: one round trip. When refunds
- * or disputes were waiting for this payment, that call wrote nothing, and the same call runs again
- * in a transaction that applies them before it commits.
+ * Recorded again alone, in a transaction: an event with refunds waiting for it (its call in the
+ * batch wrote nothing), and deadlocks between concurrent batches (or unique violations), where
+ * the answer alone is exact.
  */
-async function recordPayment(db: Database, payment: object, deps: ProcessorDeps): Promise<EventResult> {
-  const item = JSON.stringify(payment);
-  try {
-    return paymentResult((await db.one<{ result: RecordedPayment }>(q.payment, [item, deps.feeBps, false]))!.result);
-  } catch (error) {
-    const e = error as { code?: string; message?: string };
-    if (e.code !== 'P0001' || e.message !== WAITING_EVENTS) throw error;
-  }
+const RECORDED_AGAIN_ALONE = new Set(['40P01', '40001', '23505']);
+
+/**
+ * Payment events by group commit: the events that arrive while earlier batches run go together in
+ * one record_processor_payments statement and one commit (batched-statement.ts), so the common case
+ * is one round trip per batch. No event is answered before its batch has committed.
+ */
+function createPaymentWriter(db: Database, feeBps: number): (payment: object) => Promise<RecordedPayment> {
+  return createBatchedStatement<object, RecordedPayment>(
+    async (payments) => {
+      const row = await db.one<{ results: PaymentAnswer[] }>(q.payments, [JSON.stringify(payments), feeBps]);
+      return Promise.all(
+        row!.results.map(async (answer, n): Promise<ItemResult<RecordedPayment>> => {
+          if ('ok' in answer) return { ok: true, value: answer.ok };
+          if ((answer.failed === 'P0001' && answer.message === WAITING_EVENTS) || RECORDED_AGAIN_ALONE.has(answer.failed)) {
+            return recordPaymentAlone(db, payments[n]!, feeBps).then(
+              (value) => ({ ok: true as const, value }),
+              (error: unknown) => ({ ok: false as const, error }),
+            );
+          }
+          return { ok: false, error: Object.assign(new Error(answer.message), { code: answer.failed }) };
+        }),
+      );
+    },
+    // 15: see record_processor_payments (subtransaction ids per transaction).
+    { maxBatch: 15, maxInFlight: db.kind === 'pglite' ? 1 : 4 },
+  );
+}
+
+/** One payment event in a transaction that also applies the refunds and disputes waiting for it. */
+function recordPaymentAlone(db: Database, payment: object, feeBps: number): Promise<RecordedPayment> {
   return db.transaction(async (tx) => {
-    const recorded = (await tx.one<{ result: RecordedPayment }>(q.payment, [item, deps.feeBps, true]))!.result;
+    const recorded = (await tx.one<{ result: RecordedPayment }>(q.payment, [JSON.stringify(payment), feeBps]))!.result;
     await applyWaiting(tx, recorded.waiting ?? []);
-    return paymentResult(recorded);
+    return recorded;
   });
 }
 

@@ -219,8 +219,9 @@ $$;
 --
 -- Refunds and disputes that were waiting for this payment are applied by the caller, in the same
 -- transaction, with the payment's locks still held: with in_transaction, they are returned
--- (locked) as waiting: [{event_id, payload}]; without, the call raises 'waiting_events' (so a
--- call in its own implicit transaction writes nothing), and the caller calls again in a transaction.
+-- (locked) as waiting: [{event_id, payload}]; without (in a batch, record_processor_payments), the
+-- call raises 'waiting_events', which undoes what it wrote, and the caller calls again alone in a
+-- transaction. Refunds arrive before their payment rarely, so the common case stays one statement.
 CREATE FUNCTION record_processor_payment(event jsonb, fee_bps integer, in_transaction boolean) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -266,5 +267,29 @@ BEGIN
    WHERE event_id = event->>'id';
   RETURN jsonb_build_object('outcome', applied->'outcome', 'reason', applied->'reason', 'program_id', applied->'program_id',
                             'sale_id', applied->'sale_id', 'transaction_id', applied->'transaction_id', 'waiting', waiting);
+END
+$$;
+
+-- Group commit for payment events (ingest/domain/batched-statement.ts), as record_batch (0013) for
+-- the tracking routes: the events of one batch in one statement and one commit. Each runs in its
+-- own subtransaction, so one that fails, or finds refunds waiting ('waiting_events'), undoes only
+-- its own writes; the answer has one element per event, in order: {"ok": the outcome} or
+-- {"failed": sqlstate, "message": ...}. An event can take four subtransaction ids (its own, the
+-- sale's, the commission's, the settled lead's): a batch stays at 15 events or fewer (see record_batch).
+CREATE FUNCTION record_processor_payments(events jsonb, fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  event jsonb;
+  results jsonb[] := '{}';
+  message text;
+BEGIN
+  FOR event IN SELECT value FROM jsonb_array_elements(events) LOOP
+    BEGIN
+      results := results || jsonb_build_object('ok', record_processor_payment(event, fee_bps, false));
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS message = MESSAGE_TEXT;
+      results := results || jsonb_build_object('failed', SQLSTATE, 'message', message);
+    END;
+  END LOOP;
+  RETURN to_jsonb(results);
 END
 $$;
