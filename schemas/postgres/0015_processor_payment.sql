@@ -5,6 +5,11 @@
 -- the rules of what a payment does live here and in record_sale (0012), whose refusals become a
 -- 'skipped' outcome with the same reasons.
 
+-- The refunds waiting for a payment are looked up by every id known to pay its transaction
+-- (record_processor_payment): without this index that lookup read all of processor_payment_refs
+-- whenever any refund was waiting (157 ms at 200,000 ids on a loaded machine), on every payment.
+CREATE INDEX processor_payment_refs_transaction ON processor_payment_refs (transaction_id);
+
 -- The program an event is for: the connected account's program (named by the metadata when the
 -- account has several), or the metadata's program alone. Either program_id or reason is set.
 -- The connected programs are those of ingest/domain/processor-connections.ts (connectedPrograms).
