@@ -1,8 +1,8 @@
 -- A processor payment in one statement (docs/architecture.md, "Rules that exist only for speed"):
 -- the payment events (checkout.session.completed, checkout.session.async_payment_succeeded,
 -- invoice.payment_succeeded, invoice_payment.paid) cost one round trip instead of about fifteen.
--- ingest/domain/processor-events.ts checks the signature and reads the object (processor-objects.ts);
--- the rules of what a payment does live here and in record_sale (0012), whose refusals become a
+-- The route checks the signature (ingest/http/processor-signature.ts) and ingest/domain/processor-events.ts
+-- reads the object (processor-objects.ts); the rules of what a payment does live here and in record_sale (0012), whose refusals become a
 -- 'skipped' outcome with the same reasons.
 
 -- The refunds waiting for a payment are looked up by every id known to pay its transaction
