@@ -315,6 +315,37 @@ describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) =
     });
   });
 
+  // Payment events that arrive together share one statement and one commit (group commit): in
+  // the same batch or in concurrent ones, each is applied once.
+  describe('deliveries at once', () => {
+    it('the same event delivered five times at once: one applies, the others are duplicates', async () => {
+      const c = await newLead(percent);
+      const session = checkoutSession({ metadata: md(percent, { svc_click_id: c.clickId }) });
+      const evt = event('checkout.session.completed', session);
+      const results = await Promise.all(Array.from({ length: 5 }, () => ok(evt)));
+      expect(results.map((r) => r.outcome).sort()).toEqual(['duplicate', 'duplicate', 'duplicate', 'duplicate', 'recorded']);
+      expect(results.filter((r) => r.outcome === 'duplicate').every((r) => r.reason === 'recorded')).toBe(true);
+      expect(await t.db.one(sql('t.sales_of_txn', `SELECT count(*)::int AS n FROM sale_events WHERE transaction_id = $1`), [session.payment_intent])).toEqual({ n: 1 });
+      expect(await t.db.one(sql('t.deliveries', `SELECT deliveries FROM processor_events WHERE event_id = $1`), [evt.id])).toEqual({ deliveries: 5 });
+    });
+
+    it('payments, their refunds and a refund that was waiting, all at once: every refund is applied', async () => {
+      const leads = await Promise.all(Array.from({ length: 6 }, () => newLead(percent)));
+      const sessions = leads.map((c) => checkoutSession({ metadata: md(percent, { svc_click_id: c.clickId }) }));
+      // One refund waits before its payment arrives.
+      expect(await ok(event('charge.refunded', charge({ payment_intent: sessions[0]!.payment_intent as string })))).toMatchObject({ outcome: 'waiting' });
+      const deliveries = [
+        ...sessions.map((s) => event('checkout.session.completed', s)),
+        ...sessions.slice(1).map((s) => event('charge.refunded', charge({ payment_intent: s.payment_intent as string }))),
+      ];
+      const results = await Promise.all(deliveries.map((e) => ok(e)));
+      expect(results.slice(0, sessions.length).map((r) => r.outcome)).toEqual(sessions.map(() => 'recorded'));
+      for (const s of sessions) expect(await sale(s.payment_intent as string)).toMatchObject({ status: 'refunded', commission_status: 'reversed' });
+      const waiting = await t.db.one(sql('t.waiting_count', `SELECT count(*)::int AS n FROM processor_events WHERE outcome = 'waiting' AND waiting_for && $1::text[]`), [sessions.map((s) => s.payment_intent)]);
+      expect(waiting).toEqual({ n: 0 });
+    });
+  });
+
   describe('connection', () => {
     const owner = (p: TestProgram) => ({ authorization: `Bearer ${p.workspace.ownerToken}` });
     const status = async (p: TestProgram) =>

@@ -62,7 +62,7 @@ export async function disconnectProcessor(db: Database, programId: number): Prom
   return (await db.many(q.disconnect, [programId])).length > 0;
 }
 
-/** The programs an account's events may act on: connected and not deauthorized since. */
+/** The programs an account's events may act on: connected and not deauthorized since (payments: the same rule in processor_event_program, schemas/postgres/0015). */
 export async function connectedPrograms(tx: Queryable, accountId: string): Promise<number[]> {
   return (await tx.many<{ program_id: number }>(q.programsOfAccount, [accountId])).map((r) => Number(r.program_id));
 }

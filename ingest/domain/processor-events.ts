@@ -1,8 +1,5 @@
 import { isUniqueViolation, sql, type Database, type Transaction } from '../../core/db.js';
-import { customerChanged } from '../../schemas/event-contract.js';
-import { lockClick, lockCustomerByClick, lockCustomerByKey, updateCustomer, type CustomerRow } from './customers.js';
-import { DomainError } from './errors.js';
-import { appendEvents } from './outbox.js';
+import { createBatchedStatement, type ItemResult } from './batched-statement.js';
 import { applyAccountEvent, connectedPrograms } from './processor-connections.js';
 import {
   readAccount,
@@ -16,7 +13,6 @@ import {
   type ReversalReading,
 } from './processor-objects.js';
 import { recordRefund } from './refunds.js';
-import { recordSale } from './sales.js';
 
 /**
  * What became of a processor event. recorded: its effects were applied; skipped: nothing applied,
@@ -48,41 +44,17 @@ const q = {
             waiting_for = $7, payload = $8, updated_at = now()
       WHERE event_id = $1`,
   ),
-  // Waiting on one of these ids, or on any other id known to pay the same transaction.
-  waiting: sql(
-    'processor_events.waiting_for_refs',
-    `SELECT event_id, payload FROM processor_events
-      WHERE outcome = 'waiting'
-        AND (waiting_for && $1::text[] OR waiting_for && ARRAY(SELECT ref FROM processor_payment_refs WHERE transaction_id = $2))
-      ORDER BY event_created_at, event_id FOR UPDATE`,
-  ),
+  // Payment events, each claimed, applied and settled by one function call (schemas/postgres/0015).
+  payment: sql('processor.record_payment', `SELECT record_processor_payment($1::jsonb, $2, true) AS result`),
+  payments: sql('processor.record_payments', `SELECT record_processor_payments($1::jsonb, $2) AS results`),
   // Serializes the events of one payment across connections (see lockPayment): the keys are
   // locked in the order given, one round trip.
   lock: sql('processor.lock', `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) AS locked FROM unnest($1::text[]) AS k`),
-  addRefs: sql(
-    'processor_payment_refs.add',
-    `INSERT INTO processor_payment_refs (ref, transaction_id) SELECT unnest($1::text[]), $2 ON CONFLICT (ref) DO NOTHING`,
-  ),
   transactionOf: sql(
     'processor_payment_refs.transaction',
     `SELECT transaction_id FROM processor_payment_refs WHERE ref = ANY($1::text[]) ORDER BY transaction_id LIMIT 1`,
   ),
   saleProgram: sql('processor.sale_program', `SELECT program_id FROM sale_events WHERE transaction_id = $1`),
-  programExists: sql('processor.program_exists', `SELECT id FROM programs WHERE id = $1`),
-  customerByEmail: sql(
-    'processor.customer_by_email',
-    `SELECT click_id, customer_key FROM customers WHERE program_id = $1 AND lower(email) = lower($2) ORDER BY id LIMIT 1`,
-  ),
-  customerByProcessorId: sql(
-    'processor.customer_by_processor_id',
-    `SELECT c.click_id, c.customer_key FROM processor_customers pc JOIN customers c ON c.id = pc.customer_id
-      WHERE pc.program_id = $1 AND pc.processor_customer_id = $2`,
-  ),
-  rememberCustomer: sql(
-    'processor_customers.remember',
-    `INSERT INTO processor_customers (program_id, processor_customer_id, customer_id) VALUES ($1, $2, $3)
-     ON CONFLICT (program_id, processor_customer_id) DO NOTHING`,
-  ),
 };
 
 export interface ProcessorDeps {
@@ -90,28 +62,36 @@ export interface ProcessorDeps {
 }
 
 /**
- * Applies one signed processor event exactly once: its row (keyed by the event id) and its
- * effects commit in one transaction, so a repeat finds the row and changes nothing.
+ * Applies signed processor events, each exactly once: its row (keyed by the event id) and its
+ * effects commit in one transaction, so a repeat finds the row and changes nothing. Payment events
+ * go by group commit, one statement for those that arrive together (createPaymentWriter); the
+ * others take a transaction here.
  */
-export async function handleProcessorEvent(db: Database, event: ProcessorEvent, deps: ProcessorDeps): Promise<EventResult> {
-  try {
-    return await db.transaction(async (tx) => {
-      const claimed = (await tx.one<{ inserted: boolean; outcome: Applied['outcome']; reason: string | null; program_id: number | null; sale_id: string | null; transaction_id: string | null }>(
-        q.claim,
-        [event.id, event.type, event.account ?? null, event.livemode, event.created],
-      ))!;
-      if (!claimed.inserted) {
-        return { outcome: 'duplicate', reason: claimed.outcome, programId: claimed.program_id, saleId: claimed.sale_id, transactionId: claimed.transaction_id };
-      }
-      const applied = await apply(tx, event, deps);
-      await settleRow(tx, event, applied);
-      return { outcome: applied.outcome, reason: applied.reason, programId: applied.programId, saleId: applied.saleId, transactionId: applied.transactionId };
-    });
-  } catch (error) {
-    // Two deliveries of one event raced past the claim on different connections: the later is the duplicate.
-    if (isUniqueViolation(error, 'processor_events_pkey')) return handleProcessorEvent(db, event, deps);
-    throw error;
-  }
+export function createProcessorEventHandler(db: Database, deps: ProcessorDeps): (event: ProcessorEvent) => Promise<EventResult> {
+  const writePayment = createPaymentWriter(db, deps.feeBps);
+  const handle = async (event: ProcessorEvent): Promise<EventResult> => {
+    const payment = paymentEvent(event);
+    if (payment) return paymentResult(await writePayment(payment));
+    try {
+      return await db.transaction(async (tx) => {
+        const claimed = (await tx.one<{ inserted: boolean; outcome: Applied['outcome']; reason: string | null; program_id: number | null; sale_id: string | null; transaction_id: string | null }>(
+          q.claim,
+          [event.id, event.type, event.account ?? null, event.livemode, event.created],
+        ))!;
+        if (!claimed.inserted) {
+          return { outcome: 'duplicate', reason: claimed.outcome, programId: claimed.program_id, saleId: claimed.sale_id, transactionId: claimed.transaction_id };
+        }
+        const applied = await apply(tx, event);
+        await settleRow(tx, event, applied);
+        return { outcome: applied.outcome, reason: applied.reason, programId: applied.programId, saleId: applied.saleId, transactionId: applied.transactionId };
+      });
+    } catch (error) {
+      // Two deliveries of one event raced past the claim on different connections: the later is the duplicate.
+      if (isUniqueViolation(error, 'processor_events_pkey')) return handle(event);
+      throw error;
+    }
+  };
+  return handle;
 }
 
 async function settleRow(tx: Transaction, event: ProcessorEvent, a: Applied) {
@@ -126,21 +106,10 @@ const result = (outcome: Applied['outcome'], reason: string | null, more: Partia
   outcome, reason, programId: null, saleId: null, transactionId: null, ...more,
 });
 
-async function apply(tx: Transaction, event: ProcessorEvent, deps: ProcessorDeps): Promise<Applied> {
+/** The events other than payments (createPaymentWriter), in the transaction that claimed their row. */
+async function apply(tx: Transaction, event: ProcessorEvent): Promise<Applied> {
   const object = event.data.object;
   switch (event.type) {
-    case 'checkout.session.completed':
-    case 'checkout.session.async_payment_succeeded':
-      return payment(tx, event, readCheckoutSession(object), deps);
-    case 'invoice.payment_succeeded':
-      return payment(tx, event, readInvoice(object), deps);
-    case 'invoice_payment.paid': {
-      const paid = readInvoicePayment(object);
-      if (!paid) return result('skipped', 'unreadable_object');
-      await lockPayment(tx, [paid.invoiceId, ...paid.refs], paid.invoiceId);
-      await addRefs(tx, [paid.invoiceId, ...paid.refs], paid.invoiceId);
-      return result('recorded', null, { transactionId: paid.invoiceId });
-    }
     case 'charge.refunded':
       return reversal(tx, event, readCharge(object));
     case 'charge.dispute.created':
@@ -158,112 +127,6 @@ async function apply(tx: Transaction, event: ProcessorEvent, deps: ProcessorDeps
     default:
       return result('ignored', 'unhandled_type');
   }
-}
-
-/** The program an event is for: the connected account's program (named by metadata when it has several), or metadata alone. */
-async function resolveProgram(tx: Transaction, event: ProcessorEvent, metadataProgramId: string | undefined): Promise<number | string> {
-  const named = metadataProgramId !== undefined && /^\d{1,15}$/.test(metadataProgramId) ? Number(metadataProgramId) : undefined;
-  if (metadataProgramId !== undefined && named === undefined) return 'unknown_program';
-  if (event.account) {
-    const programs = await connectedPrograms(tx, event.account);
-    if (programs.length === 0) return 'account_not_connected';
-    if (named !== undefined) return programs.includes(named) ? named : 'program_not_connected';
-    return programs.length === 1 ? programs[0]! : 'program_id_missing';
-  }
-  if (named === undefined) return 'program_id_missing';
-  return (await tx.one(q.programExists, [named])) ? named : 'unknown_program';
-}
-
-type Reference = { clickId: string; customerKey?: undefined } | { customerKey: string; clickId?: undefined };
-
-/** Partner resolution in the spec's order: click id, email of the lead record, processor customer seen before, customer key alone. */
-async function resolveCustomer(tx: Transaction, programId: number, p: Extract<PaymentReading, { kind: 'payment' }>): Promise<Reference | undefined> {
-  if (p.metadata.clickId !== undefined) {
-    const click = await lockClick(tx, p.metadata.clickId);
-    if (click && click.program_id === programId) return { clickId: click.click_id };
-  }
-  const known = async (row: { click_id: string | null; customer_key: string | null } | undefined): Promise<Reference | undefined> => {
-    if (row?.click_id) return { clickId: row.click_id };
-    if (row?.customer_key) return { customerKey: row.customer_key };
-    return undefined;
-  };
-  if (p.email !== undefined) {
-    const found = await known(await tx.one(q.customerByEmail, [programId, p.email]));
-    if (found) return found;
-  }
-  if (p.processorCustomerId !== undefined) {
-    const found = await known(await tx.one(q.customerByProcessorId, [programId, p.processorCustomerId]));
-    if (found) return found;
-  }
-  if (p.metadata.customerKey !== undefined && (await lockCustomerByKey(tx, programId, p.metadata.customerKey))) {
-    return { customerKey: p.metadata.customerKey };
-  }
-  return undefined;
-}
-
-async function lockCustomer(tx: Transaction, programId: number, ref: Reference): Promise<CustomerRow | undefined> {
-  return ref.clickId !== undefined ? lockCustomerByClick(tx, ref.clickId) : lockCustomerByKey(tx, programId, ref.customerKey);
-}
-
-async function payment(tx: Transaction, event: ProcessorEvent, p: PaymentReading, deps: ProcessorDeps): Promise<Applied> {
-  const program = await resolveProgram(tx, event, p.kind === 'payment' ? p.metadata.programId : p.programId);
-  if (typeof program === 'string') return result('skipped', program);
-  if (p.kind === 'skip') return result('skipped', p.reason, { programId: program });
-  await lockPayment(tx, p.refs, p.transactionId);
-  const base = {
-    programId: program,
-    transactionId: p.transactionId,
-    amountCents: p.amountCents,
-    currency: p.currency,
-    occurredAt: new Date(event.created * 1000),
-    provider: 'processor',
-    providerPaymentId: p.providerPaymentId,
-    livemode: event.livemode,
-    isRecurring: p.isRecurring,
-    saleType: p.saleType,
-    subscriptionId: p.subscriptionId,
-  };
-  // The ids of this payment lead to its transaction_id whatever becomes of it (a refund may wait on them).
-  const done = async (a: Applied) => {
-    await addRefs(tx, p.refs, p.transactionId);
-    return a;
-  };
-  if (!event.livemode) {
-    const test = await tx.savepoint('processor_test_sale', () => recordSale(tx, { ...base, customerKey: undefined, clickId: undefined, test: true }, deps.feeBps));
-    if (!test.ok) return done(refusalResult(test.error, program, p.transactionId));
-    return done(result('recorded', null, { programId: program, saleId: test.value.sale.id, transactionId: p.transactionId }));
-  }
-  const reference = await resolveCustomer(tx, program, p);
-  if (!reference) {
-    const hasMetadata = p.metadata.clickId !== undefined || p.metadata.customerKey !== undefined;
-    return done(result('skipped', hasMetadata ? 'no_attribution' : 'missing_metadata', { programId: program, transactionId: p.transactionId }));
-  }
-  const before = await lockCustomer(tx, program, reference);
-  const sale = await tx.savepoint('processor_sale', () => recordSale(tx, { ...base, ...reference, customerKey: reference.customerKey, clickId: reference.clickId, test: false }, deps.feeBps));
-  if (before?.provisional) await settleProvisional(tx, before, p);
-  if (!sale.ok) return done(refusalResult(sale.error, program, p.transactionId));
-  const { sale: row, refusal } = sale.value;
-  if (p.processorCustomerId !== undefined && row.customer_id !== null) {
-    await tx.many(q.rememberCustomer, [program, p.processorCustomerId, row.customer_id]);
-  }
-  return done(result('recorded', refusal?.reason ?? null, { programId: program, saleId: row.id, transactionId: p.transactionId }));
-}
-
-function refusalResult(error: unknown, programId: number, transactionId: string): Applied {
-  if (!(error instanceof DomainError)) throw error;
-  const refusal = error.refusal;
-  if (refusal.reason === 'duplicate_transaction') return result('skipped', 'duplicate_payment', { programId, saleId: refusal.saleId, transactionId });
-  return result('skipped', refusal.reason, { programId, transactionId });
-}
-
-/** A provisional lead resolvable from a processor payment is settled; its customer key and email are kept when free. */
-async function settleProvisional(tx: Transaction, before: CustomerRow, p: Extract<PaymentReading, { kind: 'payment' }>) {
-  const current = (await lockCustomer(tx, before.program_id, before.click_id ? { clickId: before.click_id } : { customerKey: before.customer_key! }))!;
-  const change = { status: current.status, provisional: false, firstPurchaseDate: current.first_purchase_date, email: p.email ?? null };
-  const withKey = await tx.savepoint('processor_settle', () => updateCustomer(tx, current, { ...change, customerKey: p.metadata.customerKey ?? null }));
-  // The key already names another customer of the program: settle without it.
-  const settled = withKey.ok ? withKey.value : await updateCustomer(tx, current, change);
-  await appendEvents(tx, [customerChanged(settled, 'settled')]);
 }
 
 /**
@@ -294,15 +157,135 @@ async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReadi
  * never wait on each other.
  */
 async function lockPayment(tx: Transaction, refs: string[], transactionId?: string) {
-  const keys = [...new Set(refs)].sort().map((ref) => `ref:${ref}`);
-  if (transactionId !== undefined) keys.push(`txn:${transactionId}`);
+  const keys = lockKeys(refs, transactionId);
   if (keys.length) await tx.many(q.lock, [keys]);
 }
 
-/** Records which processor ids lead to a transaction, then applies the refunds and disputes that were waiting for it. */
-async function addRefs(tx: Transaction, refs: string[], transactionId: string) {
-  await tx.many(q.addRefs, [refs, transactionId]);
-  const waiting = await tx.many<{ event_id: string; payload: ProcessorEvent }>(q.waiting, [refs, transactionId]);
+/** The advisory lock keys of a payment, in the one order (record_processor_payment takes these too). */
+function lockKeys(refs: string[], transactionId?: string): string[] {
+  const keys = [...new Set(refs)].sort().map((ref) => `ref:${ref}`);
+  if (transactionId !== undefined) keys.push(`txn:${transactionId}`);
+  return keys;
+}
+
+/**
+ * Payment events, as record_processor_payment reads them (schemas/postgres/0015): the object read
+ * here, its effects applied there in one statement. Undefined: not a payment event.
+ */
+function paymentEvent(event: ProcessorEvent): object | undefined {
+  const head = { id: event.id, type: event.type, account: event.account ?? null, livemode: event.livemode, created: event.created };
+  const object = event.data.object;
+  switch (event.type) {
+    case 'checkout.session.completed':
+    case 'checkout.session.async_payment_succeeded':
+      return { ...head, ...paymentReading(event, readCheckoutSession(object)) };
+    case 'invoice.payment_succeeded':
+      return { ...head, ...paymentReading(event, readInvoice(object)) };
+    case 'invoice_payment.paid': {
+      // Which payment ids paid an invoice: they lead to its transaction_id.
+      const paid = readInvoicePayment(object);
+      if (!paid) return { ...head, locks: [], reading: { kind: 'unreadable' } };
+      const refs = [paid.invoiceId, ...paid.refs];
+      return { ...head, locks: lockKeys(refs, paid.invoiceId), reading: { kind: 'refs', transaction_id: paid.invoiceId, refs } };
+    }
+    default:
+      return undefined;
+  }
+}
+
+function paymentReading(event: ProcessorEvent, p: PaymentReading) {
+  if (p.kind === 'skip') return { locks: [], reading: { kind: 'skip', reason: p.reason, program: p.programId ?? null } };
+  return {
+    locks: lockKeys(p.refs, p.transactionId),
+    reading: {
+      kind: 'payment',
+      program: p.metadata.programId ?? null,
+      transaction_id: p.transactionId,
+      refs: p.refs,
+      click_id: p.metadata.clickId ?? null,
+      customer_key: p.metadata.customerKey ?? null,
+      email: p.email ?? null,
+      processor_customer_id: p.processorCustomerId ?? null,
+      // record_sale's item (sales.ts), but for the program, the date, the customer and test mode, decided there.
+      sale: {
+        transaction_id: p.transactionId,
+        amount_cents: p.amountCents,
+        currency: p.currency,
+        provider: 'processor',
+        provider_payment_id: p.providerPaymentId ?? null,
+        livemode: event.livemode,
+        is_recurring: p.isRecurring,
+        sale_type: p.saleType,
+        subscription_id: p.subscriptionId ?? null,
+      },
+    },
+  };
+}
+
+/** What record_processor_payment returns. */
+interface RecordedPayment {
+  outcome: EventResult['outcome'];
+  reason: string | null;
+  program_id: number | null;
+  sale_id: string | null;
+  transaction_id: string | null;
+  waiting: { event_id: string; payload: ProcessorEvent }[] | null;
+}
+
+/** Raised by record_processor_payment, outside a transaction, when refunds wait for the payment. */
+const WAITING_EVENTS = 'waiting_events';
+
+type PaymentAnswer = { ok: RecordedPayment } | { failed: string; message: string };
+
+/**
+ * Recorded again alone, in a transaction: an event with refunds waiting for it (its call in the
+ * batch wrote nothing), and deadlocks between concurrent batches (or unique violations), where
+ * the answer alone is exact.
+ */
+const RECORDED_AGAIN_ALONE = new Set(['40P01', '40001', '23505']);
+
+/**
+ * Payment events by group commit: the events that arrive while earlier batches run go together in
+ * one record_processor_payments statement and one commit (batched-statement.ts), so the common case
+ * is one round trip per batch. No event is answered before its batch has committed.
+ */
+function createPaymentWriter(db: Database, feeBps: number): (payment: object) => Promise<RecordedPayment> {
+  return createBatchedStatement<object, RecordedPayment>(
+    async (payments) => {
+      const row = await db.one<{ results: PaymentAnswer[] }>(q.payments, [JSON.stringify(payments), feeBps]);
+      return Promise.all(
+        row!.results.map(async (answer, n): Promise<ItemResult<RecordedPayment>> => {
+          if ('ok' in answer) return { ok: true, value: answer.ok };
+          if ((answer.failed === 'P0001' && answer.message === WAITING_EVENTS) || RECORDED_AGAIN_ALONE.has(answer.failed)) {
+            return recordPaymentAlone(db, payments[n]!, feeBps).then(
+              (value) => ({ ok: true as const, value }),
+              (error: unknown) => ({ ok: false as const, error }),
+            );
+          }
+          return { ok: false, error: Object.assign(new Error(answer.message), { code: answer.failed }) };
+        }),
+      );
+    },
+    // 15: see record_processor_payments (subtransaction ids per transaction).
+    { maxBatch: 15, maxInFlight: db.kind === 'pglite' ? 1 : 4 },
+  );
+}
+
+/** One payment event in a transaction that also applies the refunds and disputes waiting for it. */
+function recordPaymentAlone(db: Database, payment: object, feeBps: number): Promise<RecordedPayment> {
+  return db.transaction(async (tx) => {
+    const recorded = (await tx.one<{ result: RecordedPayment }>(q.payment, [JSON.stringify(payment), feeBps]))!.result;
+    await applyWaiting(tx, recorded.waiting ?? []);
+    return recorded;
+  });
+}
+
+const paymentResult = (r: RecordedPayment): EventResult => ({
+  outcome: r.outcome, reason: r.reason, programId: r.program_id, saleId: r.sale_id, transactionId: r.transaction_id,
+});
+
+/** The refunds and disputes that were waiting for a payment just recorded, whose locks this transaction holds. */
+async function applyWaiting(tx: Transaction, waiting: RecordedPayment['waiting'] & object) {
   for (const w of waiting) {
     const event = w.payload;
     const reading = event.type === 'charge.refunded' ? readCharge(event.data.object) : readDispute(event.data.object);

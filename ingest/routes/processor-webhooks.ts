@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Database } from '../../core/db.js';
-import { handleProcessorEvent } from '../domain/processor-events.js';
+import { createProcessorEventHandler } from '../domain/processor-events.js';
 import { ProcessorEvent } from '../domain/processor-objects.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
@@ -41,6 +41,7 @@ export const processorWebhookRoutes: FastifyPluginAsync<ProcessorWebhookDeps> = 
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: EVENT_BODY_LIMIT }, (_request, body, done) => done(null, body));
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const handleProcessorEvent = createProcessorEventHandler(deps.db, { feeBps: deps.platformFeeBps });
 
   app.post(
     '/processor',
@@ -73,7 +74,7 @@ export const processorWebhookRoutes: FastifyPluginAsync<ProcessorWebhookDeps> = 
       const parsed = ProcessorEvent.safeParse(json);
       if (!parsed.success) throw badRequest(M.processor.body);
       const event = parsed.data;
-      const result = await handleProcessorEvent(deps.db, event, { feeBps: deps.platformFeeBps });
+      const result = await handleProcessorEvent(event);
       const line = {
         processorEventId: event.id,
         type: event.type,
