@@ -179,3 +179,26 @@ AS SELECT platform_fee_id, any(commission_id) AS commission_id, any(sale_id) AS 
              FROM platform_fee_reversed FINAL)
     GROUP BY platform_fee_id
 COMMENT 'Platform fees charged to programs: one row per fee, its current status';
+
+-- A full refund or chargeback after partial refunds takes what they left: the amounts of
+-- analytics.refunds and analytics.partial_refunds add up to what was refunded, never more.
+CREATE OR REPLACE VIEW analytics.refunds (
+  refund_id       UUID COMMENT 'The refund id',
+  sale_id         UUID COMMENT 'The refunded sale (join analytics.sales)',
+  transaction_id  String COMMENT 'The transaction id of the refunded sale',
+  program_id      Int64 COMMENT 'The program of the sale',
+  partner_id      Nullable(Int64) COMMENT 'The partner the refunded sale was attributed to',
+  reason          LowCardinality(String) COMMENT 'refund or chargeback',
+  amount_minor    Int64 COMMENT 'The refunded amount in minor units: the sale amount, less what partial refunds (analytics.partial_refunds) took off before',
+  currency        LowCardinality(String) COMMENT 'ISO 4217 code of the amount',
+  amount          Decimal(18, 2) COMMENT 'amount_minor / 100, in the units of currency',
+  refunded_at     DateTime64(6, 'UTC') COMMENT 'When the refund or chargeback was tracked (UTC)',
+  is_test         Bool COMMENT 'The refund of a test-mode sale'
+) DEFINER = CURRENT_USER SQL SECURITY DEFINER
+AS SELECT r.refund_id AS refund_id, r.sale_id AS sale_id, r.transaction_id AS transaction_id, r.program_id AS program_id,
+          s.partner_id AS partner_id, r.reason AS reason, s.amount_cents - s.refunded_cents AS amount_minor, s.currency AS currency,
+          toDecimal64(s.amount_cents - s.refunded_cents, 2) / 100 AS amount, r.changed_at AS refunded_at, r.test AS is_test
+     FROM sale_status_changed AS r FINAL
+     LEFT JOIN (SELECT sale_id, partner_id, amount_cents, refunded_cents, currency FROM sales_current FINAL WHERE recorded_status != '') AS s
+       ON s.sale_id = r.sale_id
+COMMENT 'Refunds and chargebacks in full: one row per refunded sale (at most one per sale; partial refunds are in analytics.partial_refunds)';
