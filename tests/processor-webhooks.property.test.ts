@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Database, type NamedQuery, type Transaction } from '../core/db.js';
 import { buildTestApp, createTestProgram, createTestWorkspace, freshIp, PROCESSOR_SECRETS, type TestProgram, type Workspace } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
+import { referencePerformance } from './support/oracle-reference.js';
 import { charge, checkoutSession, deliver, deliverHttp, dispute, event, invoiceLegacy, invoiceNewer, type Metadata } from './support/processor.js';
 
 /**
@@ -280,6 +281,10 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
       same: async () => {
         const reference = await state(inOrder, refPrefix);
         expect(await state(shuffled, testPrefix)).toEqual(reference);
+        // The dashboard's numbers (the spec's reading of the Postgres state) too, partial refunds included.
+        const now = Date.now();
+        const dashboard = (tw: Twin) => referencePerformance(t.db, tw.program.programId, { period: 'all' }, now);
+        expect(await dashboard(shuffled)).toEqual(await dashboard(inOrder));
         // The reference against the history itself: each partly refunded sale has its highest total
         // taken off once, the commission and the fee that share of what they first were.
         const expected = expectedPartialTotals(history);
