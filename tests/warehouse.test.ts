@@ -261,7 +261,8 @@ describe('ClickHouse warehouse on chDB', () => {
     expect(views).toEqual([{ n: 9 }]); // 0005 adds analytics.partial_refunds
   });
 
-  it('the service events, relayed and loaded, give the numbers of the Postgres state', async () => {
+  // A fresh PGlite with every migration, then the traffic: about 40 s alone, over 60 s on a loaded machine.
+  it('the service events, relayed and loaded, give the numbers of the Postgres state', { timeout: 120_000 }, async () => {
     t = await createTestDatabase('pglite');
     app = await buildTestApp(t.db);
     const strict = await createTestProgram(app, t.db);
