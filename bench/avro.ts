@@ -63,6 +63,15 @@ const samples: Record<EventType, EncodableRow> = {
     ...envelope('test_event.logged', 10, true),
     payload: { tracking_log_id: 31, program_id: 1042, event_type: 'click', entity_id: uuid(200), created_at: at },
   },
+  'sale.partially_refunded': {
+    ...envelope('sale.partially_refunded', 11),
+    payload: {
+      partial_refund_id: uuid(104), sale_id: uuid(100), transaction_id: 'pi_3OqXk2LkdIwHu7ix0d4Zx1aB', program_id: 1042,
+      amount_cents: 2_345, refunded_cents: 2_345, currency: 'EUR', refunded_at: at,
+    },
+  },
+  'commission.adjusted': { ...envelope('commission.adjusted', 12), payload: { ...commission, status: 'pending', reversed_cents: 235 } },
+  'platform_fee.adjusted': { ...envelope('platform_fee.adjusted', 13), payload: { ...fee, reversed_cents: 47 } },
 };
 
 let sink = 0;

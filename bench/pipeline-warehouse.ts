@@ -26,6 +26,9 @@ const EVENT_TABLES = [
   'platform_fee_reversed',
   'partner_program_changed',
   'test_event_logged',
+  'sale_partially_refunded',
+  'commission_adjusted',
+  'platform_fee_adjusted',
 ] as const;
 
 export interface TableSummary {

@@ -115,7 +115,8 @@ const hourOf = (t: string) => `${t.slice(0, 13)}:00:00`;
 /**
  * A performance fact (0003_performance_rollup.sql): an entity a dashboard figure counts, at the
  * hour it counts in, and whether it counts now. A refund's fact has no hour yet: loadFacts takes
- * it, and the sale's amount and currency, from sales_current.
+ * it, and the sale's amount and currency, from sales_current; its cents are the part refunded so
+ * far (0 for a full refund, which counts no more), which loadFacts takes off the amount.
  */
 interface Fact extends Row {
   program_id: number;
@@ -129,6 +130,15 @@ interface Fact extends Row {
 }
 
 const FACTS = 'performance_facts';
+
+/**
+ * The versions of a commission (commissions_current) and of the sales and commissions facts
+ * (0005_partial_refunds.sql): created 1, a partial refund 2 + the cents taken off so far (which only
+ * grow), and the full refund, chargeback or reversal that ends them above any of those.
+ */
+const CREATED = 1;
+const adjusted = (centsTakenOff: number) => 2 + centsTakenOff;
+const ENDED = Number.MAX_SAFE_INTEGER;
 
 // Rows are put together with literals and Object.assign, never an object spread: in V8 a spread
 // followed by more properties costs over a microsecond, Object.assign a few dozen nanoseconds, and
@@ -177,7 +187,7 @@ type Received<T extends EventType> = { readonly [K in keyof EventPayloads[T]]?: 
 /** One event type's rows; every type has one, or the build breaks. */
 type Mapper<T extends EventType> = (e: Envelope, p: Received<T>) => Mapped;
 
-const commission = (p: Received<'commission.created' | 'commission.reversed'>) => ({
+const commission = (p: Received<'commission.created' | 'commission.reversed' | 'commission.adjusted'>) => ({
   commission_id: uuid(p, 'commission_id'),
   sale_id: uuid(p, 'sale_id'),
   partner_id: int(p, 'partner_id'),
@@ -190,7 +200,7 @@ const commission = (p: Received<'commission.created' | 'commission.reversed'>) =
 const commissionFact = (e: Envelope, c: ReturnType<typeof commission>, counts: boolean, version: number) =>
   fact({ program_id: e.program_id, hour: hourOf(c.created_at), metric: 'commissions', entity: c.commission_id, currency: c.currency, cents: c.amount_cents, counts, version });
 
-const fee = (p: Received<'platform_fee.created' | 'platform_fee.reversed'>) => ({
+const fee = (p: Received<'platform_fee.created' | 'platform_fee.reversed' | 'platform_fee.adjusted'>) => ({
   platform_fee_id: uuid(p, 'platform_fee_id'),
   commission_id: uuid(p, 'commission_id'),
   sale_id: uuid(p, 'sale_id'),
@@ -260,6 +270,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
       [
         'sales_current',
         Object.assign({ program_id: e.program_id }, sale, {
+          refunded_cents: 0,
           occurred_at: occurredAt,
           test: e.test,
           recorded_status: status,
@@ -275,7 +286,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
         currency: sale.currency,
         cents: sale.amount_cents,
         counts: status === 'paid' && !e.test,
-        version: 1,
+        version: CREATED,
       }),
     ];
   },
@@ -301,6 +312,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
           customer_id: null,
           partner_id: null,
           amount_cents: 0,
+          refunded_cents: 0,
           currency: '',
           occurred_at: null,
           is_recurring: false,
@@ -310,7 +322,51 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
           status_changed_at: change.changed_at,
         },
       ],
-      fact({ program_id: e.program_id, hour: null, metric: 'sales', entity: change.sale_id, counts: change.status === 'paid' && !e.test, version: 2 }),
+      fact({ program_id: e.program_id, hour: null, metric: 'sales', entity: change.sale_id, counts: change.status === 'paid' && !e.test, version: ENDED }),
+    ];
+  },
+
+  'sale.partially_refunded': (e, p) => {
+    const refund = {
+      partial_refund_id: uuid(p, 'partial_refund_id'),
+      sale_id: uuid(p, 'sale_id'),
+      transaction_id: str(p, 'transaction_id'),
+      amount_cents: int(p, 'amount_cents'),
+      refunded_cents: int(p, 'refunded_cents'),
+      currency: str(p, 'currency'),
+      refunded_at: time(p, 'refunded_at'),
+    };
+    // Only the refunded total here; max() keeps the recorded facts and the highest total.
+    return [
+      ['sale_partially_refunded', eventRow(e, refund)],
+      [
+        'sales_current',
+        {
+          program_id: e.program_id,
+          sale_id: refund.sale_id,
+          transaction_id: refund.transaction_id,
+          customer_id: null,
+          partner_id: null,
+          amount_cents: 0,
+          refunded_cents: refund.refunded_cents,
+          currency: '',
+          occurred_at: null,
+          is_recurring: false,
+          test: e.test,
+          recorded_status: '',
+          changed_status: '',
+          status_changed_at: null,
+        },
+      ],
+      fact({
+        program_id: e.program_id,
+        hour: null,
+        metric: 'sales',
+        entity: refund.sale_id,
+        cents: refund.refunded_cents,
+        counts: !e.test,
+        version: adjusted(refund.refunded_cents),
+      }),
     ];
   },
 
@@ -318,8 +374,19 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
     const c = commission(p);
     return [
       ['commission_created', eventRow(e, c)],
-      ['commissions_current', Object.assign({ program_id: e.program_id }, c, { reversed_at: null, state_version: 1 })],
-      commissionFact(e, c, c.status !== 'reversed', 1),
+      ['commissions_current', Object.assign({ program_id: e.program_id }, c, { reversed_at: null, state_version: CREATED })],
+      commissionFact(e, c, c.status !== 'reversed', CREATED),
+    ];
+  },
+
+  'commission.adjusted': (e, p) => {
+    const c = commission(p);
+    const reversedCents = int(p, 'reversed_cents');
+    const version = adjusted(reversedCents);
+    return [
+      ['commission_adjusted', eventRow(e, c, { reversed_cents: reversedCents })],
+      ['commissions_current', Object.assign({ program_id: e.program_id }, c, { reversed_at: null, state_version: version })],
+      commissionFact(e, c, c.status !== 'reversed', version),
     ];
   },
 
@@ -327,13 +394,14 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
     const c = commission(p);
     return [
       ['commission_reversed', eventRow(e, c)],
-      ['commissions_current', Object.assign({ program_id: e.program_id }, c, { status: 'reversed', reversed_at: e.occurred_at, state_version: 2 })],
-      commissionFact(e, c, false, 2),
+      ['commissions_current', Object.assign({ program_id: e.program_id }, c, { status: 'reversed', reversed_at: e.occurred_at, state_version: ENDED })],
+      commissionFact(e, c, false, ENDED),
     ];
   },
 
   'platform_fee.created': (e, p) => [['platform_fee_created', eventRow(e, fee(p))]],
   'platform_fee.reversed': (e, p) => [['platform_fee_reversed', eventRow(e, fee(p))]],
+  'platform_fee.adjusted': (e, p) => [['platform_fee_adjusted', eventRow(e, fee(p), { reversed_cents: int(p, 'reversed_cents') })]],
 
   'partner_program.changed': (e, p) => {
     const record = {
@@ -375,6 +443,9 @@ export const WAREHOUSE_TABLES = [
   'commission_reversed',
   'platform_fee_created',
   'platform_fee_reversed',
+  'sale_partially_refunded',
+  'commission_adjusted',
+  'platform_fee_adjusted',
   'partner_program_changed',
   'test_event_logged',
   'customers_current',
@@ -457,7 +528,7 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
       // A refund of a sale the warehouse never had (dead-lettered) takes nothing away.
       const completed = refunds.flatMap((f) => {
         const sale = sales.get(f.entity);
-        return sale ? [{ ...f, hour: sale.hour, currency: sale.currency, cents: Number(sale.amount_cents) }] : [];
+        return sale ? [{ ...f, hour: sale.hour, currency: sale.currency, cents: Number(sale.amount_cents) - f.cents }] : [];
       });
       if (completed.length) {
         // What was looked up is part of the token, so a retry that finds more is never taken for a duplicate.

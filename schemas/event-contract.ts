@@ -25,6 +25,9 @@ export const EVENT_TYPES = [
   'platform_fee.reversed',
   'partner_program.changed',
   'test_event.logged',
+  'sale.partially_refunded',
+  'commission.adjusted',
+  'platform_fee.adjusted',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -87,6 +90,23 @@ export interface SaleStatusChangedPayload {
   changed_at: Date;
 }
 
+/**
+ * A partial refund of a paid sale (processor refunds only; the sale stays paid). refunded_cents is
+ * the sale's refunded total after it and grows with every partial refund of the sale: consumers
+ * keep the highest.
+ */
+export interface SalePartiallyRefundedPayload {
+  partial_refund_id: string;
+  sale_id: string;
+  transaction_id: string;
+  program_id: number;
+  /** This refund's share of the sale amount. */
+  amount_cents: number;
+  refunded_cents: number;
+  currency: string;
+  refunded_at: Date;
+}
+
 export interface CommissionPayload {
   commission_id: string;
   sale_id: string;
@@ -106,6 +126,17 @@ export interface PlatformFeePayload {
   amount_cents: number;
   currency: string;
   created_at: Date;
+}
+
+/**
+ * A commission or fee made smaller by a partial refund: the whole record, amount_cents what is left,
+ * reversed_cents what partial refunds took off so far (grows with every adjustment).
+ */
+export interface CommissionAdjustedPayload extends CommissionPayload {
+  reversed_cents: number;
+}
+export interface PlatformFeeAdjustedPayload extends PlatformFeePayload {
+  reversed_cents: number;
 }
 
 export interface PartnerProgramChangedPayload {
@@ -137,6 +168,9 @@ export interface EventPayloads {
   'platform_fee.reversed': PlatformFeePayload;
   'partner_program.changed': PartnerProgramChangedPayload;
   'test_event.logged': TestEventLoggedPayload;
+  'sale.partially_refunded': SalePartiallyRefundedPayload;
+  'commission.adjusted': CommissionAdjustedPayload;
+  'platform_fee.adjusted': PlatformFeeAdjustedPayload;
 }
 
 // Breaks the build when EVENT_TYPES and EventPayloads disagree.
@@ -172,6 +206,12 @@ export const PAYLOAD_FIELDS: { readonly [T in EventType]: Record<keyof EventPayl
   'platform_fee.reversed': feeFields,
   'partner_program.changed': { partner_program_id: true, partner_id: true, program_id: true, status: true, created_at: true, updated_at: true },
   'test_event.logged': { tracking_log_id: true, program_id: true, event_type: true, entity_id: true, created_at: true },
+  'sale.partially_refunded': {
+    partial_refund_id: true, sale_id: true, transaction_id: true, program_id: true, amount_cents: true, refunded_cents: true,
+    currency: true, refunded_at: true,
+  },
+  'commission.adjusted': { ...commissionFields, reversed_cents: true },
+  'platform_fee.adjusted': { ...feeFields, reversed_cents: true },
 };
 
 // ---------------------------------------------------------------------------------------------

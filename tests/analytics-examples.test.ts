@@ -18,6 +18,7 @@ import { runExport } from '../analytics/export.js';
 import { runAnalyticsQuery, warehouseAccess } from '../analytics/run.js';
 import { localSession } from '../analytics/target.js';
 import { buildTestApp, createTestProgram, freshIp, unlimitedRateLimits, type TestProgram } from './support/app.js';
+import { partlyRefundedProcessorSale } from './support/processor.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 import { embeddedDelivery } from './support/oracle.js';
 
@@ -66,7 +67,7 @@ const CURRENCIES = ['USD', 'EUR', 'VND'] as const;
 /**
  * Three partners; per journey a click (every 9th a test click), a lead (every 6th stays a lead),
  * a sale in a rotating currency, a recurring second sale for every 4th, a refund for every 5th
- * and a chargeback for every 7th.
+ * and a chargeback for every 7th; for every 8th, a processor payment partly refunded.
  */
 async function traffic(app: FastifyInstance, program: TestProgram, n: number): Promise<void> {
   const auth = { authorization: `Bearer ${program.workspace.ownerToken}` };
@@ -87,6 +88,11 @@ async function traffic(app: FastifyInstance, program: TestProgram, n: number): P
       affiliate_url: `https://shop.test.example/?aff=${codes[(i * 7) % codes.length]}`,
       additional_data: { test_mode: i % 9 === 8 },
     });
+    if (i % 8 === 3) {
+      // A processor payment partly refunded (2,000 of 5,000 cents): revenue counts what is left.
+      const paying = await post('/api/v1/track/click', { affiliate_url: `https://shop.test.example/?aff=${codes[i % codes.length]}` });
+      await partlyRefundedProcessorSale(app, program.programId, paying.click_id as string);
+    }
     const customer = `ex-${tag}-${i}`;
     await post('/api/v1/track/lead', { click_id: click.click_id, customer_key: customer }, program.apiKey);
     if (i % 6 === 5) continue;
@@ -105,7 +111,7 @@ async function traffic(app: FastifyInstance, program: TestProgram, n: number): P
 const pg = {
   topPartners: sql(
     't.examples_pg_top_partners',
-    `SELECT partner_id::int AS partner_id, currency, count(*)::int AS sales, sum(amount_cents)::bigint AS revenue_minor
+    `SELECT partner_id::int AS partner_id, currency, count(*)::int AS sales, sum(amount_cents - refunded_cents)::bigint AS revenue_minor
        FROM sale_events
       WHERE program_id = $1 AND status = 'paid' AND NOT test AND partner_id IS NOT NULL
         AND date_trunc('month', occurred_at AT TIME ZONE 'UTC') = $2::date
@@ -137,7 +143,7 @@ const pg = {
   ),
   revenue: sql(
     't.examples_pg_revenue',
-    `SELECT currency, count(*)::int AS sales, sum(amount_cents)::bigint AS revenue_minor
+    `SELECT currency, count(*)::int AS sales, sum(amount_cents - refunded_cents)::bigint AS revenue_minor
        FROM sale_events WHERE program_id = $1 AND status = 'paid' AND NOT test GROUP BY 1 ORDER BY 1`,
   ),
   monthSales: sql(

@@ -21,6 +21,7 @@ import { formatTimestampMicros, parseTimestampMicros } from '../pipeline/avro/co
 import { createInProcessLog } from '../pipeline/in-process-log.js';
 import { createRelay } from '../pipeline/relay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
+import { partlyRefundedProcessorSale } from './support/processor.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
 
 /** Every event type the tracking state emits; `satisfies` breaks the build when EventType grows. */
@@ -35,6 +36,9 @@ const EVENT_TYPES = Object.keys({
   'platform_fee.reversed': true,
   'partner_program.changed': true,
   'test_event.logged': true,
+  'sale.partially_refunded': true,
+  'commission.adjusted': true,
+  'platform_fee.adjusted': true,
 } satisfies Record<EventType, true>) as EventType[];
 
 type Json = Record<string, unknown>;
@@ -103,6 +107,8 @@ describe('Avro event contract: every outbox event of the real service round-trip
     // Test mode: a lead on a test click and a test sale, each logged as a test event.
     await post('/api/v1/track/lead', { click_id: await click(true), additional_data: { test_mode: true } });
     await post('/api/v1/track/sale', { additional_data: { test_mode: true } }, strict.apiKey);
+    // A processor payment partly refunded twice: sale.partially_refunded, commission.adjusted, platform_fee.adjusted.
+    await partlyRefundedProcessorSale(app, strict.programId, await click());
 
     rows = await t.db.many(
       sql(

@@ -12,6 +12,7 @@ import { createAvroCodec } from '../pipeline/avro/codec.js';
 import { eventRows } from '../pipeline/loader.js';
 import { EVENT_TYPES, PAYLOAD_FIELDS, type EventType, type OutboxRow } from '../schemas/event-contract.js';
 import { buildTestApp, createTestProgram, freshIp } from './support/app.js';
+import { partlyRefundedProcessorSale } from './support/processor.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
 
 type Json = Record<string, unknown>;
@@ -71,6 +72,8 @@ describe('the service’s real events, from the outbox to the warehouse, keep to
     await post('/api/v1/track/refund', { transaction_id: 'txn-1', reason: 'refund' }, program.apiKey);
     // A test-mode lead: test_event.logged from logTestEvent's SQL.
     await post('/api/v1/track/lead', { click_id: await click(true), additional_data: { test_mode: true } });
+    // A processor payment partly refunded: sale.partially_refunded, commission.adjusted, platform_fee.adjusted.
+    await partlyRefundedProcessorSale(app, program.programId, await click());
     rows = await t.db.many<OutboxRow>(
       sql(
         't.contract_outbox',

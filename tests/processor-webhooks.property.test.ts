@@ -7,18 +7,29 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Database, type NamedQuery, type Transaction } from '../core/db.js';
 import { buildTestApp, createTestProgram, createTestWorkspace, freshIp, PROCESSOR_SECRETS, type TestProgram, type Workspace } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
+import { referencePerformance } from './support/oracle-reference.js';
 import { charge, checkoutSession, deliver, deliverHttp, dispute, event, invoiceLegacy, invoiceNewer, type Metadata } from './support/processor.js';
 
 /**
  * Exactly once, in any order: a random history of processor events, delivered 1 to 3 times each,
  * shuffled, with the service killed mid-way, ends in the same sales, commissions, customers and
  * outbox events as the same history applied once in order (to a twin program of the same database).
+ *
+ * Partial refunds: each charge.refunded carries the charge's refunded total so far. Arriving out
+ * of order, an older total after a newer one applies nothing, so a paid sale ends with the highest
+ * total in any order, but the number of increments (partial_refunds rows, their outbox events)
+ * depends on the order: those events are compared by their effect (the totals), not counted. A
+ * full refund or chargeback ends a sale whatever partial refunds came before it; what they had
+ * taken off by then depends on the order, so an ended sale is compared by its status and the
+ * commission it first earned (docs/decisions.md, "Partial refunds").
  */
 
 interface Renewal {
   amount: number;
   layout: 'newer' | 'legacy';
   refund: boolean;
+  /** Partial refunds before any full one, as percentages of the amount: the totals grow. */
+  partials: number[];
 }
 interface Payment {
   kind: 'oneoff' | 'sub';
@@ -27,18 +38,28 @@ interface Payment {
   amount: number;
   refund: boolean;
   dispute: boolean;
+  partials: number[];
   renewals: Renewal[];
 }
 
 const CUSTOMERS = 3;
+const arbPartials = fc.array(fc.integer({ min: 1, max: 99 }), { maxLength: 3 });
 const arbPayment: fc.Arbitrary<Payment> = fc.record({
   kind: fc.constantFrom('oneoff' as const, 'sub' as const),
   customer: fc.option(fc.integer({ min: 0, max: CUSTOMERS - 1 }), { freq: 5 }),
   amount: fc.oneof(fc.integer({ min: 100, max: 50_000 }), fc.constant(0)),
   refund: fc.boolean(),
   dispute: fc.boolean(),
-  renewals: fc.array(fc.record({ amount: fc.integer({ min: 100, max: 20_000 }), layout: fc.constantFrom('newer' as const, 'legacy' as const), refund: fc.boolean() }), { maxLength: 3 }),
+  partials: arbPartials,
+  renewals: fc.array(
+    fc.record({ amount: fc.integer({ min: 100, max: 20_000 }), layout: fc.constantFrom('newer' as const, 'legacy' as const), refund: fc.boolean(), partials: arbPartials }),
+    { maxLength: 3 },
+  ),
 });
+
+/** The charge's refunded totals of the partial refunds: growing, each above 0 and below the amount. */
+const partialTotals = (amount: number, percents: number[]) =>
+  [...new Set(percents.map((pct) => Math.floor((amount * pct) / 100)))].filter((t) => t > 0 && t < amount).sort((a, b) => a - b);
 
 interface Twin {
   program: TestProgram;
@@ -60,6 +81,9 @@ function materialize(history: Payment[], twin: Twin, prefix: string): object[] {
       const pi = `pi_${prefix}_${i}`;
       const ch = `ch_${prefix}_${i}`;
       events.push(event('checkout.session.completed', checkoutSession({ id: `cs_${prefix}_${i}`, payment_intent: pi, amount_total: p.amount, payment_status: p.amount === 0 ? 'no_payment_required' : 'paid', metadata: md }), opts()));
+      for (const total of partialTotals(p.amount, p.partials)) {
+        events.push(event('charge.refunded', charge({ id: ch, payment_intent: pi, amount: p.amount, amount_refunded: total }), opts()));
+      }
       if (p.refund) events.push(event('charge.refunded', charge({ id: ch, payment_intent: pi, amount: p.amount || 1 }), opts()));
       else if (p.dispute) events.push(event('charge.dispute.created', dispute({ charge: ch, payment_intent: pi }), opts()));
       return;
@@ -75,17 +99,41 @@ function materialize(history: Payment[], twin: Twin, prefix: string): object[] {
       const ch = `ch_${prefix}_${i}_${j + 1}`;
       const input = { id, amount_paid: r.amount, subscription: sub, metadata: md, payment_intent: pi, charge: ch };
       events.push(event('invoice.payment_succeeded', r.layout === 'newer' ? invoiceNewer(input) : invoiceLegacy(input), opts()));
-      if (!r.refund) return;
+      const totals = partialTotals(r.amount, r.partials);
+      if (!r.refund && totals.length === 0) return;
       if (r.layout === 'newer') {
         events.push(event('invoice_payment.paid', { id: `inpay_${prefix}_${i}_${j}`, object: 'invoice_payment', invoice: id, payment: { type: 'payment_intent', payment_intent: pi } }, opts()));
-        events.push(event('charge.refunded', charge({ id: ch, payment_intent: pi, amount: r.amount }), opts()));
-      } else {
-        events.push(event('charge.refunded', charge({ id: ch, payment_intent: null, amount: r.amount, invoice: id }), opts()));
       }
+      const refunded = (total: number) =>
+        r.layout === 'newer'
+          ? charge({ id: ch, payment_intent: pi, amount: r.amount, amount_refunded: total })
+          : charge({ id: ch, payment_intent: null, amount: r.amount, amount_refunded: total, invoice: id });
+      for (const total of totals) events.push(event('charge.refunded', refunded(total), opts()));
+      if (r.refund) events.push(event('charge.refunded', refunded(r.amount), opts()));
     });
   });
   return events;
 }
+
+/** The highest partial total of every charge the history leaves partly refunded, by transaction id (without the prefix). */
+function expectedPartialTotals(history: Payment[]): Map<string, { amount: number; total: number }> {
+  const totals = new Map<string, { amount: number; total: number }>();
+  history.forEach((p, i) => {
+    if (p.kind === 'oneoff') {
+      const last = partialTotals(p.amount, p.partials).at(-1);
+      if (last !== undefined && !p.refund && !p.dispute) totals.set(`pi_X_${i}`, { amount: p.amount, total: last });
+      return;
+    }
+    p.renewals.forEach((r, j) => {
+      const last = partialTotals(r.amount, r.partials).at(-1);
+      if (last !== undefined && !r.refund) totals.set(`in_X_${i}_${j + 1}`, { amount: r.amount, total: last });
+    });
+  });
+  return totals;
+}
+
+/** a x total / amount in whole cents, half up, in integers (the rule of record_partial_refund). */
+const shareOf = (a: number, total: number, amount: number) => Math.floor((2 * a * total + amount) / (2 * amount));
 
 /** A Database whose statements all fail once it is killed: what a process killed mid-transaction leaves (nothing committed). */
 function killable(db: Database) {
@@ -152,12 +200,27 @@ const q = {
   sales: sql(
     't.prop_sales',
     `SELECT s.transaction_id, s.amount_cents, s.status, s.is_recurring, s.test, s.partner_id IS NOT NULL AS attributed,
-            c.amount_cents AS commission, c.status AS commission_status, f.status AS fee_status
+            c.status AS commission_status, f.status AS fee_status,
+            (c.amount_cents + c.reversed_cents)::int AS commission_earned, (f.amount_cents + f.reversed_cents)::int AS fee_charged,
+            -- What is left after partial refunds: only a paid sale keeps it (see the comment at the top).
+            CASE WHEN s.status = 'paid' THEN s.refunded_cents::int END AS refunded,
+            CASE WHEN s.status = 'paid' THEN c.amount_cents::int END AS commission,
+            CASE WHEN s.status = 'paid' THEN f.amount_cents::int END AS fee
        FROM sale_events s LEFT JOIN commissions c ON c.sale_id = s.id LEFT JOIN platform_fees f ON f.sale_id = s.id
       WHERE s.program_id = $1`,
   ),
   customers: sql('t.prop_customers', `SELECT click_id, status, provisional FROM customers WHERE program_id = $1`),
-  outbox: sql('t.prop_outbox', `SELECT event_type, count(*)::int AS n FROM outbox WHERE program_id = $1 GROUP BY event_type ORDER BY event_type`),
+  outbox: sql(
+    't.prop_outbox',
+    `SELECT event_type, count(*)::int AS n FROM outbox
+      WHERE program_id = $1 AND event_type NOT IN ('sale.partially_refunded', 'commission.adjusted', 'platform_fee.adjusted')
+      GROUP BY event_type ORDER BY event_type`,
+  ),
+  partialTotals: sql(
+    't.prop_partial_totals',
+    `SELECT s.transaction_id, max(r.refunded_cents)::int AS refunded FROM partial_refunds r JOIN sale_events s ON s.id = r.sale_id
+      WHERE s.program_id = $1 AND s.status = 'paid' GROUP BY 1`,
+  ),
 };
 
 describe.each(databaseKinds())('processor events exactly once, in any order, on %s', (kind) => {
@@ -215,7 +278,31 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
     return {
       events,
       deliveries,
-      same: async () => expect(await state(shuffled, testPrefix)).toEqual(await state(inOrder, refPrefix)),
+      same: async () => {
+        const reference = await state(inOrder, refPrefix);
+        expect(await state(shuffled, testPrefix)).toEqual(reference);
+        // The dashboard's numbers (the spec's reading of the Postgres state) too, partial refunds included.
+        const now = Date.now();
+        const dashboard = (tw: Twin) => referencePerformance(t.db, tw.program.programId, { period: 'all' }, now);
+        expect(await dashboard(shuffled)).toEqual(await dashboard(inOrder));
+        // The reference against the history itself: each partly refunded sale has its highest total
+        // taken off once, the commission and the fee that share of what they first were.
+        const expected = expectedPartialTotals(history);
+        type Sale = { transaction_id: string; status: string; refunded: number | null; commission: number | null; commission_earned: number | null; fee: number | null; fee_charged: number | null };
+        for (const sale of reference.sales as Sale[]) {
+          const e = expected.get(sale.transaction_id);
+          if (sale.status !== 'paid') continue;
+          expect(sale.refunded, sale.transaction_id).toBe(e?.total ?? 0);
+          if (e && sale.commission_earned !== null) {
+            expect(sale.commission, sale.transaction_id).toBe(sale.commission_earned - shareOf(sale.commission_earned, e.total, e.amount));
+            expect(sale.fee, sale.transaction_id).toBe(sale.fee_charged! - shareOf(sale.fee_charged!, e.total, e.amount));
+          }
+        }
+        const totals = await t.db.many<{ transaction_id: string; refunded: number }>(q.partialTotals, [shuffled.program.programId]);
+        expect(new Map(totals.map((r) => [r.transaction_id.replaceAll(testPrefix, 'X'), { total: r.refunded }]))).toEqual(
+          new Map([...expected].filter(([txn]) => reference.sales.some((s) => (s as Sale).transaction_id === txn && (s as Sale).status === 'paid')).map(([txn, e]) => [txn, { total: e.total }])),
+        );
+      },
     };
   };
 

@@ -25,6 +25,14 @@ const q = {
             (SELECT count(*) FROM processor_connections) AS connections`,
   ),
   outbox: sql('t.processor_outbox', `SELECT event_type FROM outbox WHERE aggregate_key = $1 ORDER BY id`),
+  partial: sql(
+    't.processor_partial',
+    `SELECT s.status, s.refunded_cents::int AS refunded, c.amount_cents::int AS commission, c.reversed_cents::int AS commission_reversed,
+            c.status AS commission_status, f.amount_cents::int AS fee, f.reversed_cents::int AS fee_reversed, f.status AS fee_status,
+            (SELECT count(*)::int FROM partial_refunds r WHERE r.sale_id = s.id) AS partials
+       FROM sale_events s JOIN commissions c ON c.sale_id = s.id JOIN platform_fees f ON f.sale_id = s.id
+      WHERE s.transaction_id = $1`,
+  ),
 };
 
 describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) => {
@@ -66,6 +74,8 @@ describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) =
     expect(res.statusCode, res.body).toBe(200);
     return res.json().data as { received: true; event_id: string; outcome: string; reason: string | null };
   };
+  /** The counts after one more processor event row and nothing else. */
+  const oneMoreEvent = (before: Awaited<ReturnType<typeof counts>>) => ({ ...before, events: Number((before as Record<string, unknown>).events) + 1 });
   const md = (p: TestProgram, m: { svc_click_id?: string; svc_customer_key?: string } = {}) => ({ program_id: String(p.programId), ...m });
 
   describe('signature', () => {
@@ -304,14 +314,107 @@ describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) =
       expect(await sale(renewal.id)).toMatchObject({ status: 'refunded' });
     });
 
-    it('a partial refund is acknowledged and skipped with its reason (the commission stays)', async () => {
-      const c = await newLead(percent);
-      const session = checkoutSession({ metadata: md(percent, { svc_click_id: c.clickId }) });
-      await ok(event('checkout.session.completed', session));
-      expect(await ok(event('charge.refunded', charge({ payment_intent: session.payment_intent as string, amount: 5_000, amount_refunded: 1_000 })))).toMatchObject({
-        outcome: 'skipped', reason: 'partial_refund',
+    describe('partial refunds (the charge\'s refunded total, cumulative)', () => {
+      const amounts = async (transactionId: string) =>
+        (await t.db.one<{ status: string; refunded: number; commission: number; commission_reversed: number; commission_status: string; fee: number; fee_reversed: number; fee_status: string; partials: number }>(q.partial, [transactionId]))!;
+      /** A paid processor sale of `amount` cents on the 10 % program (commission 10 %, fee 20 % of it), paid by one charge. */
+      const paid = async (amount = 5_000) => {
+        const c = await newLead(percent);
+        const session = checkoutSession({ amount_total: amount, metadata: md(percent, { svc_click_id: c.clickId }) });
+        const pi = session.payment_intent as string;
+        const chargeId = id('ch');
+        const refund = (refunded: number, created?: number) =>
+          event('charge.refunded', charge({ id: chargeId, payment_intent: pi, amount, amount_refunded: refunded }), created === undefined ? {} : { created });
+        return { session, pi, refund };
+      };
+
+      it('reverses that share of the commission and the fee, rounded half up; the sale stays paid', async () => {
+        const p = await paid(4_999);
+        await ok(event('checkout.session.completed', p.session));
+        // Commission round(4,999 x 10 %) = 500, fee round(500 x 20 %) = 100.
+        expect(await amounts(p.pi)).toMatchObject({ status: 'paid', refunded: 0, commission: 500, fee: 100, partials: 0 });
+        expect(await ok(p.refund(1_234))).toMatchObject({ outcome: 'recorded', reason: null });
+        // Share 1,234 / 4,999: commission 500 x share = 123.42 -> 123 off; fee 100 x share = 24.68 -> 25 off.
+        expect(await amounts(p.pi)).toMatchObject({
+          status: 'paid', refunded: 1_234, commission: 377, commission_reversed: 123, commission_status: 'pending', fee: 75, fee_reversed: 25, fee_status: 'charged', partials: 1,
+        });
+        const sale = (await t.db.one<{ id: string }>(q.sale, [p.pi]))!;
+        expect((await t.db.many<{ event_type: string }>(q.outbox, [`sale:${sale.id}`])).map((r) => r.event_type)).toEqual([
+          'sale.recorded', 'commission.created', 'platform_fee.created', 'sale.partially_refunded', 'commission.adjusted', 'platform_fee.adjusted',
+        ]);
       });
-      expect(await sale(session.payment_intent as string)).toMatchObject({ status: 'paid', commission_status: 'pending' });
+
+      it('successive partial refunds take off only what is new; the total reaching the amount is the full refund', async () => {
+        const p = await paid();
+        await ok(event('checkout.session.completed', p.session));
+        expect(await ok(p.refund(1_000))).toMatchObject({ outcome: 'recorded' });
+        expect(await amounts(p.pi)).toMatchObject({ refunded: 1_000, commission: 400, commission_reversed: 100, fee: 80, partials: 1 });
+        expect(await ok(p.refund(2_500))).toMatchObject({ outcome: 'recorded' });
+        expect(await amounts(p.pi)).toMatchObject({ status: 'paid', refunded: 2_500, commission: 250, commission_reversed: 250, fee: 50, fee_reversed: 50, partials: 2 });
+        expect(await ok(p.refund(5_000))).toMatchObject({ outcome: 'recorded' });
+        expect(await amounts(p.pi)).toMatchObject({ status: 'refunded', commission_status: 'reversed', fee_status: 'reversed', commission: 250, partials: 2 });
+        const sale = (await t.db.one<{ id: string }>(q.sale, [p.pi]))!;
+        expect((await t.db.many<{ event_type: string }>(q.outbox, [`sale:${sale.id}`])).map((r) => r.event_type).slice(3)).toEqual([
+          'sale.partially_refunded', 'commission.adjusted', 'platform_fee.adjusted',
+          'sale.partially_refunded', 'commission.adjusted', 'platform_fee.adjusted',
+          'sale.status_changed', 'commission.reversed', 'platform_fee.reversed',
+        ]);
+        // A partial total arriving after the full refund changes nothing.
+        const before = await counts();
+        expect(await ok(p.refund(4_000))).toMatchObject({ outcome: 'skipped', reason: 'already_reversed' });
+        expect(await counts()).toEqual(oneMoreEvent(before));
+      });
+
+      it('the same event delivered twice changes nothing the second time', async () => {
+        const p = await paid();
+        await ok(event('checkout.session.completed', p.session));
+        const refund = p.refund(1_500);
+        expect(await ok(refund)).toMatchObject({ outcome: 'recorded' });
+        const after = await amounts(p.pi);
+        const before = await counts();
+        expect(await ok(refund)).toMatchObject({ outcome: 'duplicate' });
+        expect(await amounts(p.pi)).toEqual(after);
+        expect(await counts()).toEqual(before);
+        expect(after).toMatchObject({ refunded: 1_500, commission: 350, partials: 1 });
+      });
+
+      it('out of order: a later total first, then an earlier one, ends with the later total applied once', async () => {
+        const p = await paid();
+        await ok(event('checkout.session.completed', p.session));
+        expect(await ok(p.refund(3_000))).toMatchObject({ outcome: 'recorded' });
+        const before = await counts();
+        expect(await ok(p.refund(1_000))).toMatchObject({ outcome: 'skipped', reason: 'already_reversed' });
+        expect(await counts()).toEqual(oneMoreEvent(before));
+        // Share 3,000 / 5,000: 300 off the commission of 500, 60 off the fee of 100.
+        expect(await amounts(p.pi)).toMatchObject({ status: 'paid', refunded: 3_000, commission: 200, commission_reversed: 300, fee: 40, partials: 1 });
+      });
+
+      it('partial refunds that arrive before their sale (the later one first) wait, then apply in the processor\'s order; the brand reads them as recorded', async () => {
+        const p = await paid();
+        const nowS = Math.floor(Date.now() / 1000);
+        const second = p.refund(2_000, nowS);
+        const first = p.refund(1_000, nowS - 60);
+        expect(await ok(second)).toMatchObject({ outcome: 'waiting' });
+        expect(await ok(first)).toMatchObject({ outcome: 'waiting' });
+        expect(await ok(event('checkout.session.completed', p.session))).toMatchObject({ outcome: 'recorded' });
+        // 1,000 then 1,000 more: 2,000 in all, 200 off the commission, 40 off the fee.
+        expect(await amounts(p.pi)).toMatchObject({ status: 'paid', refunded: 2_000, commission: 300, commission_reversed: 200, fee: 60, partials: 2 });
+        const res = await app.inject({
+          method: 'GET', url: `/api/tracking/programs/${percent.programId}/processor-events?limit=100`, headers: { authorization: `Bearer ${percent.workspace.ownerToken}` },
+        });
+        const rows = res.json().data as { event_id: string; outcome: string; reason: string | null }[];
+        expect(rows.find((r) => r.event_id === first.id)).toMatchObject({ outcome: 'recorded', reason: null });
+        expect(rows.find((r) => r.event_id === second.id)).toMatchObject({ outcome: 'recorded', reason: null });
+      });
+
+      it('a charge.refunded with nothing refunded is skipped with its reason and writes nothing', async () => {
+        const p = await paid();
+        await ok(event('checkout.session.completed', p.session));
+        const before = await counts();
+        expect(await ok(p.refund(0))).toMatchObject({ outcome: 'skipped', reason: 'nothing_refunded' });
+        expect(await counts()).toEqual(oneMoreEvent(before));
+        expect(await amounts(p.pi)).toMatchObject({ status: 'paid', refunded: 0, commission: 500, partials: 0 });
+      });
     });
   });
 

@@ -16,6 +16,7 @@ import { createRelay } from '../pipeline/relay.js';
 import type { DecodedEvent, OutboxRow } from '../schemas/event-contract.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
+import { partlyRefundedProcessorSale } from './support/processor.js';
 
 // ---------------------------------------------------------------------------------------------
 // The wire codec: the Avro codec when it is in the tree, else JSON in the shape its decode returns.
@@ -85,7 +86,7 @@ const pg = {
   ),
   revenue: sql(
     't.pg_revenue',
-    `SELECT program_id || ' ' || to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') || ' ' || currency || ' ' || sum(amount_cents) AS line
+    `SELECT program_id || ' ' || to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') || ' ' || currency || ' ' || sum(amount_cents - refunded_cents) AS line
        FROM sale_events WHERE status = 'paid' AND NOT test
       GROUP BY program_id, to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), currency`,
   ),
@@ -124,7 +125,7 @@ const ch = {
   ),
   revenue: sql(
     't.ch_revenue',
-    `SELECT concat(toString(program_id), ' ', toString(toDate(assumeNotNull(occurred_at))), ' ', currency, ' ', toString(sum(amount_cents))) AS line
+    `SELECT concat(toString(program_id), ' ', toString(toDate(assumeNotNull(occurred_at))), ' ', currency, ' ', toString(sum(amount_cents - refunded_cents))) AS line
        FROM sales_current FINAL WHERE status = 'paid' AND NOT test
       GROUP BY program_id, toDate(assumeNotNull(occurred_at)), currency`,
   ),
@@ -152,6 +153,9 @@ const ch = {
        UNION ALL SELECT 'platform_fee.reversed', count() FROM platform_fee_reversed FINAL
        UNION ALL SELECT 'partner_program.changed', count() FROM partner_program_changed FINAL
        UNION ALL SELECT 'test_event.logged', count() FROM test_event_logged FINAL
+       UNION ALL SELECT 'sale.partially_refunded', count() FROM sale_partially_refunded FINAL
+       UNION ALL SELECT 'commission.adjusted', count() FROM commission_adjusted FINAL
+       UNION ALL SELECT 'platform_fee.adjusted', count() FROM platform_fee_adjusted FINAL
      ) WHERE n > 0`,
   ),
   // performance_hourly is left out: every batch recomputes the hours it touches and writes them
@@ -232,7 +236,7 @@ describe('ClickHouse warehouse on chDB', () => {
 
   it('applies the DDL, and applying it again changes nothing', async () => {
     const first = await migrateWarehouse(warehouse);
-    expect(first).toEqual(['0001_event_tables.sql', '0002_current_state_tables.sql', '0003_performance_rollup.sql', '0004_analytics.sql']);
+    expect(first).toEqual(['0001_event_tables.sql', '0002_current_state_tables.sql', '0003_performance_rollup.sql', '0004_analytics.sql', '0005_partial_refunds.sql']);
     expect(await migrateWarehouse(warehouse)).toEqual([]);
     // Every statement runs again as is (a start that failed half-way re-applies).
     for (const file of first) {
@@ -244,19 +248,21 @@ describe('ClickHouse warehouse on chDB', () => {
       sql('t.tables', `SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name`),
     );
     expect(tables.map((r) => r.name)).toContain('customers_current');
-    expect(tables).toHaveLength(17); // 15 loaded tables, schema_migrations, the rollup's view
+    expect(tables).toHaveLength(20); // 18 loaded tables, schema_migrations, the rollup's view
     expect(await warehouse.query(sql('t.versions', `SELECT version FROM schema_migrations FINAL ORDER BY version`))).toEqual([
       { version: 1 },
       { version: 2 },
       { version: 3 },
       { version: 4 },
+      { version: 5 },
     ]);
     // 0004: the analysts' views live in a database of their own.
     const views = await warehouse.query<{ n: number }>(sql('t.analytics_views', `SELECT count() AS n FROM system.tables WHERE database = 'analytics' AND engine = 'View'`));
-    expect(views).toEqual([{ n: 8 }]);
+    expect(views).toEqual([{ n: 9 }]); // 0005 adds analytics.partial_refunds
   });
 
-  it('the service events, relayed and loaded, give the numbers of the Postgres state', async () => {
+  // A fresh PGlite with every migration, then the traffic: about 40 s alone, over 60 s on a loaded machine.
+  it('the service events, relayed and loaded, give the numbers of the Postgres state', { timeout: 120_000 }, async () => {
     t = await createTestDatabase('pglite');
     app = await buildTestApp(t.db);
     const strict = await createTestProgram(app, t.db);
@@ -301,6 +307,8 @@ describe('ClickHouse warehouse on chDB', () => {
       await post('/api/v1/track/sale', { transaction_id: 'tx-test', amount_cents: 100, customer_key: 'server-1', additional_data: { test_mode: true } }, strict.apiKey),
     );
     await ok(await post('/api/v1/track/refund', { transaction_id: 'tx-1', reason: 'refund' }, strict.apiKey));
+    // A processor payment of 5,000 cents refunded 2,000 in two parts: 3,000 of revenue left, and a commission reduced by the share.
+    const partly = await partlyRefundedProcessorSale(app, strict.programId, await click(strict));
 
     const relay = createRelay({ db: t.db, log, encode: codec.encode, deadLetterTopic: DEAD, batchSize: 10 });
     while ((await relay.relayOnce()).kind === 'ok');
@@ -315,7 +323,25 @@ describe('ClickHouse warehouse on chDB', () => {
 
     const expected = await postgresNumbers(t);
     expect(expected.clicks.length).toBe(2);
-    expect(expected.revenue).toContain(`${strict.programId} ${new Date().toISOString().slice(0, 10)} USD 12000`);
+    expect(expected.revenue).toContain(`${strict.programId} ${new Date().toISOString().slice(0, 10)} USD ${12_000 + 3_000}`);
+    expect(expected.events).toEqual(expect.arrayContaining(['sale.partially_refunded 2', 'commission.adjusted 2', 'platform_fee.adjusted 2']));
+    // The analysts' views show the partial refund too.
+    const [sale] = await warehouse.query<{ amount_minor: number; refunded_minor: number; status: string; commission: number; reversed: number }>(
+      sql(
+        't.analytics_partly_refunded',
+        `SELECT s.amount_minor AS amount_minor, s.refunded_minor AS refunded_minor, toString(s.status) AS status,
+                c.amount_minor AS commission, c.reversed_minor AS reversed
+           FROM analytics.sales AS s JOIN analytics.commissions AS c ON c.sale_id = s.sale_id
+          WHERE s.transaction_id = {txn:String}`,
+      ),
+      { txn: partly.transactionId },
+    );
+    const pgCommission = (await t.db.one<{ amount_cents: number; reversed_cents: number }>(
+      sql('t.pg_partly_refunded_commission', `SELECT c.amount_cents::int AS amount_cents, c.reversed_cents::int AS reversed_cents FROM commissions c JOIN sale_events s ON s.id = c.sale_id WHERE s.transaction_id = $1`),
+      [partly.transactionId],
+    ))!;
+    expect(pgCommission.reversed_cents).toBeGreaterThan(0);
+    expect(sale).toMatchObject({ amount_minor: 5_000, refunded_minor: 2_000, status: 'paid', commission: pgCommission.amount_cents, reversed: pgCommission.reversed_cents });
     expect(expected.events.some((l) => l.startsWith('commission.reversed'))).toBe(true);
     expect(await warehouseNumbers(warehouse)).toEqual(expected);
   });

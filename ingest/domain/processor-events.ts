@@ -12,7 +12,7 @@ import {
   type ProcessorEvent,
   type ReversalReading,
 } from './processor-objects.js';
-import { recordRefund } from './refunds.js';
+import { recordPartialRefund, recordRefund } from './refunds.js';
 
 /**
  * What became of a processor event. recorded: its effects were applied; skipped: nothing applied,
@@ -145,7 +145,12 @@ async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReadi
     return result('skipped', 'program_not_connected');
   }
   const at = { programId: found.program_id, transactionId: found.transaction_id };
-  if (!r.full) return result('skipped', 'partial_refund', at);
+  if (!r.full) {
+    // The charge's refunded total so far (cumulative): only what no earlier event applied is taken off.
+    if (r.refundedCents <= 0) return result('skipped', 'nothing_refunded', at);
+    const partial = await recordPartialRefund(tx, { ...at, refundedCents: r.refundedCents, chargeCents: r.amountCents });
+    return result(partial.recorded ? 'recorded' : 'skipped', partial.recorded ? null : 'already_reversed', { ...at, saleId: partial.saleId });
+  }
   const refund = await recordRefund(tx, { programId: found.program_id, transactionId: found.transaction_id, reason: r.reason, refundReason: r.note });
   return result(refund.recorded ? 'recorded' : 'skipped', refund.recorded ? null : 'already_reversed', { ...at, saleId: refund.saleId });
 }

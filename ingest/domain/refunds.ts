@@ -1,4 +1,4 @@
-import type { Database, Queryable } from '../../core/db.js';
+import { sql, type Database, type Queryable } from '../../core/db.js';
 import type { SaleRow } from './sales.js';
 import { trackingWrite } from './tracking-writes.js';
 export type RefundReason = 'refund' | 'chargeback';
@@ -66,3 +66,34 @@ export const recordRefund = (db: Queryable, input: RefundInput): Promise<RefundO
 
 /** POST /track/refund's writer: concurrent refunds in one statement and one commit (tracking-writes.ts). */
 export const createRefundWriter = (db: Database) => refunds.batched(db);
+
+export interface PartialRefundInput {
+  programId: number;
+  transactionId: string;
+  /** The charge's refunded total, as the processor reports it (cumulative), and its amount: 0 < refunded < charged. */
+  refundedCents: number;
+  chargeCents: number;
+}
+
+export interface PartialRefundOutcome {
+  saleId: string;
+  saleStatus: SaleRow['status'];
+  /** The sale's refunded total after this call. */
+  refundedCents: number;
+  /** False when this total (or a higher one) was applied already, or the sale is refunded in full: nothing changed. */
+  recorded: boolean;
+}
+
+const partial = sql('refunds.record_partial', `SELECT record_partial_refund($1::jsonb) AS result`);
+
+/**
+ * A processor's partial refund: the share of the sale, its commission and fee not taken off yet.
+ * The rules and the rounding are in record_partial_refund (schemas/postgres/0014).
+ */
+export async function recordPartialRefund(db: Queryable, input: PartialRefundInput): Promise<PartialRefundOutcome> {
+  const row = await db.one<{ result: { sale_id: string; sale_status: SaleRow['status']; refunded_cents: number; recorded: boolean } }>(partial, [
+    JSON.stringify({ program_id: input.programId, transaction_id: input.transactionId, refunded_cents: input.refundedCents, charge_cents: input.chargeCents }),
+  ]);
+  const r = row!.result;
+  return { saleId: r.sale_id, saleStatus: r.sale_status, refundedCents: Number(r.refunded_cents), recorded: r.recorded };
+}

@@ -32,7 +32,7 @@ const q = {
   ),
   sales: sql(
     'oracle.sales',
-    `SELECT ${DAY('occurred_at')} AS day, status, test, currency, amount_cents FROM sale_events WHERE program_id = $1`,
+    `SELECT ${DAY('occurred_at')} AS day, status, test, currency, amount_cents, refunded_cents FROM sale_events WHERE program_id = $1`,
   ),
   partnerPrograms: sql('oracle.partner_programs', `SELECT ${DAY('created_at')} AS day FROM partner_programs WHERE program_id = $1`),
   commissions: sql(
@@ -62,9 +62,10 @@ async function countedItems(db: Database, programId: number): Promise<Item[]> {
     if (c.signup_day !== null && (c.status === 'lead' || c.status === 'conversion') && !c.provisional) items.push({ kind: 'lead', day: c.signup_day });
     if (c.purchase_day !== null && c.status === 'conversion') items.push({ kind: 'conversion', day: c.purchase_day });
   }
-  type Sale = { day: string; status: string; test: boolean; currency: string; amount_cents: number };
+  type Sale = { day: string; status: string; test: boolean; currency: string; amount_cents: number; refunded_cents: number };
   for (const s of await db.many<Sale>(q.sales, [programId])) {
-    if (s.status === 'paid' && !s.test) items.push({ kind: 'sale', day: s.day, currency: s.currency, cents: Number(s.amount_cents) });
+    // A partly refunded sale still counts, for what was not refunded.
+    if (s.status === 'paid' && !s.test) items.push({ kind: 'sale', day: s.day, currency: s.currency, cents: Number(s.amount_cents) - Number(s.refunded_cents) });
   }
   for (const p of await db.many<{ day: string }>(q.partnerPrograms, [programId])) items.push({ kind: 'partner', day: p.day });
   type Commission = { day: string; status: string; currency: string; amount_cents: number };

@@ -9,6 +9,7 @@ import { createLoader } from '../../pipeline/loader.js';
 import { createLoadingLog } from '../../pipeline/loading-log.js';
 import { createRelay, type RelayResult } from '../../pipeline/relay.js';
 import { createTestProgram, freshIp, type TestProgram } from './app.js';
+import { charge, checkoutSession, deliver as deliverProcessorEvent, event } from './processor.js';
 import { referencePerformance, type DashboardQuery } from './oracle-reference.js';
 
 /**
@@ -143,6 +144,8 @@ async function driveHistory(o: OracleOptions, rng: Random, tag: string): Promise
   const provisional: string[] = [];
   const customerKeys: string[] = [];
   const transactions: string[] = [];
+  /** Payments recorded from processor events, with the charge's refunded total so far. */
+  const processorPayments: { pi: string; charge: string; amount: number; refunded: number }[] = [];
   const log: string[] = [];
   const post = (url: string, payload: object, headers: Record<string, string> = {}) =>
     o.app.inject({ method: 'POST', url, headers: { 'x-forwarded-for': freshIp(), ...headers }, payload });
@@ -189,6 +192,17 @@ async function driveHistory(o: OracleOptions, rng: Random, tag: string): Promise
       if (res.statusCode === 200) fresh.delete(clickId);
       if (res.statusCode === 200 && res.json().data.provisional) provisional.push(clickId);
       log.push(`lead ${server ? 'server' : 'browser'}${test ? ' test' : ''} ${res.statusCode}${res.json().data?.provisional ? ' provisional' : ''}`);
+    } else if (roll < 0.84 && rng.chance(0.2)) {
+      // A payment through the processor (a one-off checkout for a click), which it may refund in parts.
+      const amount = rng.int(100, 50_000);
+      const pi = `pi_${tag}_${i}`;
+      const session = checkoutSession({
+        id: `cs_${tag}_${i}`, payment_intent: pi, amount_total: amount, currency: rng.chance(0.8) ? 'usd' : 'eur',
+        metadata: { program_id: String(program.programId), svc_click_id: rng.pick(clicks) },
+      });
+      const res = await deliverProcessorEvent(o.app, event('checkout.session.completed', session));
+      if (res.json().data?.outcome === 'recorded') processorPayments.push({ pi, charge: `ch_${tag}_${i}`, amount, refunded: 0 });
+      log.push(`processor sale ${res.statusCode} ${res.json().data?.outcome}`);
     } else if (roll < 0.84) {
       const test = rng.chance(0.1);
       const transactionId = `tx-${tag}-${i}`;
@@ -209,6 +223,12 @@ async function driveHistory(o: OracleOptions, rng: Random, tag: string): Promise
       if (res.statusCode === 200) transactions.push(transactionId);
       if (res.statusCode === 200 && !test && !byKey) fresh.delete(saleClick);
       log.push(`sale${test ? ' test' : ''}${backDays === null ? '' : ` back ${backDays.toFixed(1)}d`} ${res.statusCode}`);
+    } else if (roll < 0.95 && processorPayments.length > 0 && rng.chance(0.4)) {
+      // The processor's refunded total grows (cumulative); sometimes to the whole amount.
+      const p = rng.pick(processorPayments);
+      p.refunded = rng.chance(0.2) ? p.amount : Math.min(p.amount, p.refunded + rng.int(1, Math.max(1, Math.floor(p.amount / 2))));
+      const res = await deliverProcessorEvent(o.app, event('charge.refunded', charge({ id: p.charge, payment_intent: p.pi, amount: p.amount, amount_refunded: p.refunded })));
+      log.push(`processor refund ${p.refunded}/${p.amount} ${res.statusCode} ${res.json().data?.outcome}`);
     } else if (roll < 0.95 && transactions.length > 0) {
       const reason = rng.pick(['refund', 'chargeback'] as const);
       const res = await post('/api/v1/track/refund', { transaction_id: rng.pick(transactions), reason }, key);

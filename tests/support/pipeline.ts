@@ -111,6 +111,9 @@ const EVENT_TABLES: Record<string, string> = {
   'platform_fee.reversed': 'platform_fee_reversed',
   'partner_program.changed': 'partner_program_changed',
   'test_event.logged': 'test_event_logged',
+  'sale.partially_refunded': 'sale_partially_refunded',
+  'commission.adjusted': 'commission_adjusted',
+  'platform_fee.adjusted': 'platform_fee_adjusted',
 };
 
 type Row = Record<string, unknown>;

@@ -190,3 +190,22 @@ export async function deliverHttp(base: string, evt: object): Promise<number> {
     return 0;
   }
 }
+
+/**
+ * A processor sale of the click's customer (5,000 cents, charge ch), partly refunded: 1,000 cents,
+ * then 2,000 in all. Emits sale.partially_refunded, commission.adjusted and platform_fee.adjusted.
+ */
+export async function partlyRefundedProcessorSale(app: FastifyInstance, programId: number, clickId: string) {
+  const session = checkoutSession({ metadata: { program_id: String(programId), svc_click_id: clickId } });
+  const pi = session.payment_intent as string;
+  const chargeId = id('ch');
+  for (const evt of [
+    event('checkout.session.completed', session),
+    event('charge.refunded', charge({ id: chargeId, payment_intent: pi, amount: 5_000, amount_refunded: 1_000 })),
+    event('charge.refunded', charge({ id: chargeId, payment_intent: pi, amount: 5_000, amount_refunded: 2_000 })),
+  ]) {
+    const res = await deliver(app, evt);
+    if (res.statusCode !== 200 || res.json().data.outcome !== 'recorded') throw new Error(`${evt.type} answered ${res.statusCode}: ${res.body}`);
+  }
+  return { transactionId: pi };
+}
