@@ -15,7 +15,9 @@
  * connections), BENCH_CLICK_POOL (clicks created for the sale phase, default 3000),
  * BENCH_WRITE_POOL (clicks made for the lead phase and paid sales for the refund phase, each used once;
  * default four times what the sale rate would use),
- * BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profile there).
+ * BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profile there),
+ * BENCH_PHASES (`all`, the default, or `click`: the baseline and the click phase only, for work on
+ * the click path; the other phases need the clicks' figures, so they cannot run without it).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -71,7 +73,9 @@ const settings = {
   clickPool: intSetting('BENCH_CLICK_POOL', 3_000, 100, 20_000),
   writePool: intSetting('BENCH_WRITE_POOL', 0, 0, 500_000),
   cpuProfDir: process.env.BENCH_CPU_PROF || undefined,
+  phases: process.env.BENCH_PHASES || 'all',
 };
+if (settings.phases !== 'all' && settings.phases !== 'click') throw new Error('BENCH_PHASES must be all or click');
 if (settings.connections % settings.threads !== 0) {
   // wrk gives each thread connections / threads (rounded down).
   throw new Error(`BENCH_CONNECTIONS (${settings.connections}) must be a multiple of BENCH_THREADS (${settings.threads})`);
@@ -236,6 +240,28 @@ const walStats = sql(
   `SELECT wal_records AS records, wal_bytes AS bytes, wal_write AS writes, wal_sync AS syncs FROM pg_stat_wal`,
 );
 
+const benchBackends = sql('bench.backends', `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'`);
+
+/** CPU time (µs) of the bench database's server processes: the service's pool and the bench's own (idle while it measures). */
+async function backendCpu(db: Database | undefined): Promise<Map<number, number> | undefined> {
+  if (!db) return undefined;
+  const rows = await db.many<{ pid: number }>(benchBackends).catch(() => []);
+  const cpu = new Map<number, number>();
+  for (const { pid } of rows) {
+    const micros = processCpuMicros(pid);
+    if (micros !== undefined) cpu.set(pid, micros);
+  }
+  return cpu.size ? cpu : undefined;
+}
+
+/** CPU the backends seen before used since; a backend that ended meanwhile is not counted (the pool keeps its connections). */
+function backendCpuSince(before: Map<number, number> | undefined): number | undefined {
+  if (!before) return undefined;
+  let used = 0;
+  for (const [pid, micros] of before) used += (processCpuMicros(pid) ?? micros) - micros;
+  return used;
+}
+
 /** Cluster-wide WAL counters (PostgreSQL 14+); undefined where the view is missing. */
 async function walSnapshot(db: Database | undefined): Promise<WalStats | undefined> {
   if (!db) return undefined;
@@ -267,8 +293,10 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
   log(`  ${name}: measuring ${settings.duration} s, ${settings.connections} connections (machine load average ${loadText()})`);
   const walBefore = await walSnapshot(db);
   const cpuBefore = pid === undefined ? undefined : processCpuMicros(pid);
+  const pgBefore = await backendCpu(db);
   const measured = await drive(name, url, requests('measure'), settings.duration);
   const cpuAfter = pid === undefined ? undefined : processCpuMicros(pid);
+  const pgUsed = backendCpuSince(pgBefore);
   const walAfter = await walSnapshot(db);
   afterRun?.('measure', measured);
   const wal =
@@ -281,9 +309,10 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
         }
       : undefined;
   const cpuPerOk = cpuBefore !== undefined && cpuAfter !== undefined && measured.ok > 0 ? (cpuAfter - cpuBefore) / measured.ok : undefined;
+  const pgCpuPerOk = pgUsed !== undefined && measured.ok > 0 ? pgUsed / measured.ok : undefined;
   log(`  ${name}: ${measured.rps.toFixed(0)} req/s, p50 ${fmt(measured.p50, 1)} ms, p99 ${fmt(measured.p99, 1)} ms, 2xx ${measured.ok}, non-2xx ${measured.non2xx}` +
-    `${cpuPerOk === undefined ? '' : `, ${fmt(cpuPerOk, 1)} µs CPU per 2xx`}`);
-  return { warm, measured, wal, cpuPerOk };
+    `${cpuPerOk === undefined ? '' : `, ${fmt(cpuPerOk, 1)} µs CPU per 2xx`}${pgCpuPerOk === undefined ? '' : ` (PostgreSQL backends ${fmt(pgCpuPerOk, 1)} µs)`}`);
+  return { warm, measured, wal, cpuPerOk, pgCpuPerOk };
 }
 
 /** Runs tasks with at most `concurrency` in flight. */
@@ -557,6 +586,25 @@ async function main(): Promise<number> {
     ackedEventsFound === acknowledgedClicks &&
     clickRows >= acknowledgedClicks &&
     clickEventRows >= acknowledgedClicks;
+
+  if (settings.phases === 'click') {
+    log('\nresults (measured runs; warm-up runs are counted only for durability)');
+    table([baselinePhase.measured, clickPhase.measured]);
+    if (clickPhase.measured.non2xx > 0) log(`  click status codes: ${JSON.stringify(clickPhase.measured.statusCodes)}`);
+    const ratio = clickPhase.measured.rps / baselinePhase.measured.rps;
+    const cpu = (p: typeof clickPhase) => (p.cpuPerOk === undefined ? 'CPU n/a' : `${fmt(p.cpuPerOk, 1)} µs CPU per 2xx`);
+    log(`\n  baseline ${fmt(baselinePhase.measured.rps)} req/s, ${cpu(baselinePhase)}`);
+    log(`  click    ${fmt(clickPhase.measured.rps)} req/s = ${ratio.toFixed(2)} x baseline (target ${TARGET_CLICKS_X_BASELINE}), ${cpu(clickPhase)}` +
+      `${clickPhase.cpuPerOk !== undefined && baselinePhase.cpuPerOk !== undefined ? ` = ${(clickPhase.cpuPerOk / baselinePhase.cpuPerOk).toFixed(2)} x baseline` : ''}`);
+    if (clickPhase.pgCpuPerOk !== undefined) log(`  click PostgreSQL CPU (the bench database's backends): ${fmt(clickPhase.pgCpuPerOk, 1)} µs per 2xx`);
+    if (clickPhase.wal) {
+      const per = Math.max(1, clickPhase.measured.ok);
+      log(`  click WAL: ${(clickPhase.wal.syncs / per).toFixed(3)} syncs, ${(clickPhase.wal.records / per).toFixed(1)} records, ${fmt(clickPhase.wal.bytes / per)} bytes per 2xx`);
+    }
+    log(`  acknowledged clicks ${acknowledgedClicks}; found ${ackedIdsFound} in clicks, ${ackedEventsFound} in the outbox; every one committed: ${clicksDurable ? 'yes' : 'no'}`);
+    log(`  load average after: ${loadText()}`);
+    return clicksDurable ? 0 : 1;
+  }
 
   // 5c. Sales. The limit is 120 sales per key per minute, so the load rotates over enough programs
   // (each with its key, partner and clicks) to stay under it. A sale is far more work than a click
