@@ -17,7 +17,9 @@
  * default four times what the sale rate would use),
  * BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profile there),
  * BENCH_PHASES (`all`, the default, or `click`: the baseline and the click phase only, for work on
- * the click path; the other phases need the clicks' figures, so they cannot run without it).
+ * the click path; the other phases need the clicks' figures, so they cannot run without it),
+ * BENCH_ROUNDS (with BENCH_PHASES=click: baseline and click alternate this many times, default 1,
+ * and the median round's ratio is the figure, so that a change in the machine's load falls on both).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -74,6 +76,7 @@ const settings = {
   writePool: intSetting('BENCH_WRITE_POOL', 0, 0, 500_000),
   cpuProfDir: process.env.BENCH_CPU_PROF || undefined,
   phases: process.env.BENCH_PHASES || 'all',
+  rounds: intSetting('BENCH_ROUNDS', 1, 1, 10),
 };
 if (settings.phases !== 'all' && settings.phases !== 'click') throw new Error('BENCH_PHASES must be all or click');
 if (settings.connections % settings.threads !== 0) {
@@ -562,17 +565,25 @@ async function main(): Promise<number> {
   const baselinePhase = await phase('baseline', baselineUrl, () => fixedBodySpec('/baseline', clickBody, '"success":(true)', false), { pid: baseline.proc.pid });
   const baselineAnswers = baselinePhase.measured.ok - baselinePhase.measured.unreadable;
   if (baselineAnswers === 0) throw new Error('the baseline never answered { success: true }');
-  await stopChild(baseline); // idle from here on; frees its memory for the rest of the run
+  if (settings.phases === 'all') await stopChild(baseline); // idle from here on; frees its memory for the rest of the run
 
   // 5b. Clicks. Every acknowledged click id is kept for the durability check (wrk's response()
   // reads it from each 2xx body).
   const smokeClickId = await postClick(serviceUrl, mainProgram.affCode); // acknowledged too: counted below
-  const clickPhase = await phase('click', serviceUrl, () => fixedBodySpec('/api/v1/track/click', clickBody, '"click_id":"([^"]+)"', true), { db, pid: service.proc.pid });
-  const ackedClickIds = [...(clickPhase.warm?.ids ?? []), ...clickPhase.measured.ids];
-  const unreadableClickBodies = (clickPhase.warm?.unreadable ?? 0) + clickPhase.measured.unreadable;
+  const clickSpec = () => fixedBodySpec('/api/v1/track/click', clickBody, '"click_id":"([^"]+)"', true);
+  const clickPhase = await phase('click', serviceUrl, clickSpec, { db, pid: service.proc.pid });
+  // BENCH_PHASES=click with BENCH_ROUNDS: more baseline and click pairs, alternating.
+  const rounds = [{ baseline: baselinePhase, click: clickPhase }];
+  for (let round = 2; settings.phases === 'click' && round <= settings.rounds; round++) {
+    const base = await phase(`baseline round ${round}`, baselineUrl, () => fixedBodySpec('/baseline', clickBody, '"success":(true)', false), { pid: baseline.proc.pid });
+    rounds.push({ baseline: base, click: await phase(`click round ${round}`, serviceUrl, clickSpec, { db, pid: service.proc.pid }) });
+  }
+  const clickRuns = rounds.flatMap((r) => [...(r.click.warm ? [r.click.warm] : []), r.click.measured]);
+  const ackedClickIds = clickRuns.flatMap((run) => run.ids);
+  const unreadableClickBodies = clickRuns.reduce((n, run) => n + run.unreadable, 0);
 
   // 7. Durability: every acknowledged click (smoke + warm-up + measured) has its row and its event.
-  const acknowledgedClicks = 1 + (clickPhase.warm?.ok ?? 0) + clickPhase.measured.ok;
+  const acknowledgedClicks = 1 + clickRuns.reduce((n, run) => n + run.ok, 0);
   const clickRows = await settledCount(db, count.clicks);
   const clickEventRows = await countOf(db, count.clickEvents);
   const allAckedIds = [smokeClickId, ...ackedClickIds];
@@ -602,6 +613,12 @@ async function main(): Promise<number> {
       log(`  click WAL: ${(clickPhase.wal.syncs / per).toFixed(3)} syncs, ${(clickPhase.wal.records / per).toFixed(1)} records, ${fmt(clickPhase.wal.bytes / per)} bytes per 2xx`);
     }
     log(`  acknowledged clicks ${acknowledgedClicks}; found ${ackedIdsFound} in clicks, ${ackedEventsFound} in the outbox; every one committed: ${clicksDurable ? 'yes' : 'no'}`);
+    if (rounds.length > 1) {
+      const ratios = rounds.map((r) => r.click.measured.rps / r.baseline.measured.rps);
+      log(`  rounds (click/baseline req/s): ${rounds.map((r, i) => `${fmt(r.click.measured.rps)}/${fmt(r.baseline.measured.rps)} = ${ratios[i]!.toFixed(2)}`).join('; ')}`);
+      const sorted = [...ratios].sort((a, b) => a - b);
+      log(`  median ratio of ${rounds.length} rounds: ${sorted[Math.floor((sorted.length - 1) / 2)]!.toFixed(2)} x baseline (target ${TARGET_CLICKS_X_BASELINE})`);
+    }
     log(`  load average after: ${loadText()}`);
     return clicksDurable ? 0 : 1;
   }
