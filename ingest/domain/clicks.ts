@@ -98,7 +98,7 @@ export interface ClickWriterOptions {
  * Two, not more: each statement commits, and a commit waits for its WAL flush (an fdatasync of
  * 2.5 to 3.3 ms on the bench machine, 300 to 400 a second). At 50 connections four statements in
  * flight carried about 13 clicks each, about one flush apiece, so flushes capped clicks near
- * 5,000 to 6,400/s; two carry more clicks each (16 to 18 under load), and one statement still
+ * 5,000 to 6,400/s; two carry more clicks each (17 to 21 under load), and one statement still
  * runs while the other waits for its flush (docs/architecture.md, "Rules that exist only for speed").
  */
 const CLICK_STATEMENTS_IN_FLIGHT = 2;
