@@ -15,7 +15,11 @@
  * connections), BENCH_CLICK_POOL (clicks created for the sale phase, default 3000),
  * BENCH_WRITE_POOL (clicks made for the lead phase and paid sales for the refund phase, each used once;
  * default four times what the sale rate would use),
- * BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profile there).
+ * BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profile there),
+ * BENCH_PHASES (`all`, the default, or `click`: the baseline and the click phase only, for work on
+ * the click path; the other phases need the clicks' figures, so they cannot run without it),
+ * BENCH_ROUNDS (with BENCH_PHASES=click: baseline and click alternate this many times, default 1,
+ * and the median round's ratio is the figure, so that a change in the machine's load falls on both).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -71,7 +75,10 @@ const settings = {
   clickPool: intSetting('BENCH_CLICK_POOL', 3_000, 100, 20_000),
   writePool: intSetting('BENCH_WRITE_POOL', 0, 0, 500_000),
   cpuProfDir: process.env.BENCH_CPU_PROF || undefined,
+  phases: process.env.BENCH_PHASES || 'all',
+  rounds: intSetting('BENCH_ROUNDS', 1, 1, 10),
 };
+if (settings.phases !== 'all' && settings.phases !== 'click') throw new Error('BENCH_PHASES must be all or click');
 if (settings.connections % settings.threads !== 0) {
   // wrk gives each thread connections / threads (rounded down).
   throw new Error(`BENCH_CONNECTIONS (${settings.connections}) must be a multiple of BENCH_THREADS (${settings.threads})`);
@@ -236,6 +243,28 @@ const walStats = sql(
   `SELECT wal_records AS records, wal_bytes AS bytes, wal_write AS writes, wal_sync AS syncs FROM pg_stat_wal`,
 );
 
+const benchBackends = sql('bench.backends', `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'`);
+
+/** CPU time (µs) of the bench database's server processes: the service's pool and the bench's own (idle while it measures). */
+async function backendCpu(db: Database | undefined): Promise<Map<number, number> | undefined> {
+  if (!db) return undefined;
+  const rows = await db.many<{ pid: number }>(benchBackends).catch(() => []);
+  const cpu = new Map<number, number>();
+  for (const { pid } of rows) {
+    const micros = processCpuMicros(pid);
+    if (micros !== undefined) cpu.set(pid, micros);
+  }
+  return cpu.size ? cpu : undefined;
+}
+
+/** CPU the backends seen before used since; a backend that ended meanwhile is not counted (the pool keeps its connections). */
+function backendCpuSince(before: Map<number, number> | undefined): number | undefined {
+  if (!before) return undefined;
+  let used = 0;
+  for (const [pid, micros] of before) used += (processCpuMicros(pid) ?? micros) - micros;
+  return used;
+}
+
 /** Cluster-wide WAL counters (PostgreSQL 14+); undefined where the view is missing. */
 async function walSnapshot(db: Database | undefined): Promise<WalStats | undefined> {
   if (!db) return undefined;
@@ -267,8 +296,10 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
   log(`  ${name}: measuring ${settings.duration} s, ${settings.connections} connections (machine load average ${loadText()})`);
   const walBefore = await walSnapshot(db);
   const cpuBefore = pid === undefined ? undefined : processCpuMicros(pid);
+  const pgBefore = await backendCpu(db);
   const measured = await drive(name, url, requests('measure'), settings.duration);
   const cpuAfter = pid === undefined ? undefined : processCpuMicros(pid);
+  const pgUsed = backendCpuSince(pgBefore);
   const walAfter = await walSnapshot(db);
   afterRun?.('measure', measured);
   const wal =
@@ -281,9 +312,10 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
         }
       : undefined;
   const cpuPerOk = cpuBefore !== undefined && cpuAfter !== undefined && measured.ok > 0 ? (cpuAfter - cpuBefore) / measured.ok : undefined;
+  const pgCpuPerOk = pgUsed !== undefined && measured.ok > 0 ? pgUsed / measured.ok : undefined;
   log(`  ${name}: ${measured.rps.toFixed(0)} req/s, p50 ${fmt(measured.p50, 1)} ms, p99 ${fmt(measured.p99, 1)} ms, 2xx ${measured.ok}, non-2xx ${measured.non2xx}` +
-    `${cpuPerOk === undefined ? '' : `, ${fmt(cpuPerOk, 1)} µs CPU per 2xx`}`);
-  return { warm, measured, wal, cpuPerOk };
+    `${cpuPerOk === undefined ? '' : `, ${fmt(cpuPerOk, 1)} µs CPU per 2xx`}${pgCpuPerOk === undefined ? '' : ` (PostgreSQL backends ${fmt(pgCpuPerOk, 1)} µs)`}`);
+  return { warm, measured, wal, cpuPerOk, pgCpuPerOk };
 }
 
 /** Runs tasks with at most `concurrency` in flight. */
@@ -533,17 +565,25 @@ async function main(): Promise<number> {
   const baselinePhase = await phase('baseline', baselineUrl, () => fixedBodySpec('/baseline', clickBody, '"success":(true)', false), { pid: baseline.proc.pid });
   const baselineAnswers = baselinePhase.measured.ok - baselinePhase.measured.unreadable;
   if (baselineAnswers === 0) throw new Error('the baseline never answered { success: true }');
-  await stopChild(baseline); // idle from here on; frees its memory for the rest of the run
+  if (settings.phases === 'all') await stopChild(baseline); // idle from here on; frees its memory for the rest of the run
 
   // 5b. Clicks. Every acknowledged click id is kept for the durability check (wrk's response()
   // reads it from each 2xx body).
   const smokeClickId = await postClick(serviceUrl, mainProgram.affCode); // acknowledged too: counted below
-  const clickPhase = await phase('click', serviceUrl, () => fixedBodySpec('/api/v1/track/click', clickBody, '"click_id":"([^"]+)"', true), { db, pid: service.proc.pid });
-  const ackedClickIds = [...(clickPhase.warm?.ids ?? []), ...clickPhase.measured.ids];
-  const unreadableClickBodies = (clickPhase.warm?.unreadable ?? 0) + clickPhase.measured.unreadable;
+  const clickSpec = () => fixedBodySpec('/api/v1/track/click', clickBody, '"click_id":"([^"]+)"', true);
+  const clickPhase = await phase('click', serviceUrl, clickSpec, { db, pid: service.proc.pid });
+  // BENCH_PHASES=click with BENCH_ROUNDS: more baseline and click pairs, alternating.
+  const rounds = [{ baseline: baselinePhase, click: clickPhase }];
+  for (let round = 2; settings.phases === 'click' && round <= settings.rounds; round++) {
+    const base = await phase(`baseline round ${round}`, baselineUrl, () => fixedBodySpec('/baseline', clickBody, '"success":(true)', false), { pid: baseline.proc.pid });
+    rounds.push({ baseline: base, click: await phase(`click round ${round}`, serviceUrl, clickSpec, { db, pid: service.proc.pid }) });
+  }
+  const clickRuns = rounds.flatMap((r) => [...(r.click.warm ? [r.click.warm] : []), r.click.measured]);
+  const ackedClickIds = clickRuns.flatMap((run) => run.ids);
+  const unreadableClickBodies = clickRuns.reduce((n, run) => n + run.unreadable, 0);
 
   // 7. Durability: every acknowledged click (smoke + warm-up + measured) has its row and its event.
-  const acknowledgedClicks = 1 + (clickPhase.warm?.ok ?? 0) + clickPhase.measured.ok;
+  const acknowledgedClicks = 1 + clickRuns.reduce((n, run) => n + run.ok, 0);
   const clickRows = await settledCount(db, count.clicks);
   const clickEventRows = await countOf(db, count.clickEvents);
   const allAckedIds = [smokeClickId, ...ackedClickIds];
@@ -557,6 +597,31 @@ async function main(): Promise<number> {
     ackedEventsFound === acknowledgedClicks &&
     clickRows >= acknowledgedClicks &&
     clickEventRows >= acknowledgedClicks;
+
+  if (settings.phases === 'click') {
+    log('\nresults (measured runs; warm-up runs are counted only for durability)');
+    table([baselinePhase.measured, clickPhase.measured]);
+    if (clickPhase.measured.non2xx > 0) log(`  click status codes: ${JSON.stringify(clickPhase.measured.statusCodes)}`);
+    const ratio = clickPhase.measured.rps / baselinePhase.measured.rps;
+    const cpu = (p: typeof clickPhase) => (p.cpuPerOk === undefined ? 'CPU n/a' : `${fmt(p.cpuPerOk, 1)} µs CPU per 2xx`);
+    log(`\n  baseline ${fmt(baselinePhase.measured.rps)} req/s, ${cpu(baselinePhase)}`);
+    log(`  click    ${fmt(clickPhase.measured.rps)} req/s = ${ratio.toFixed(2)} x baseline (target ${TARGET_CLICKS_X_BASELINE}), ${cpu(clickPhase)}` +
+      `${clickPhase.cpuPerOk !== undefined && baselinePhase.cpuPerOk !== undefined ? ` = ${(clickPhase.cpuPerOk / baselinePhase.cpuPerOk).toFixed(2)} x baseline` : ''}`);
+    if (clickPhase.pgCpuPerOk !== undefined) log(`  click PostgreSQL CPU (the bench database's backends): ${fmt(clickPhase.pgCpuPerOk, 1)} µs per 2xx`);
+    if (clickPhase.wal) {
+      const per = Math.max(1, clickPhase.measured.ok);
+      log(`  click WAL: ${(clickPhase.wal.syncs / per).toFixed(3)} syncs, ${(clickPhase.wal.records / per).toFixed(1)} records, ${fmt(clickPhase.wal.bytes / per)} bytes per 2xx`);
+    }
+    log(`  acknowledged clicks ${acknowledgedClicks}; found ${ackedIdsFound} in clicks, ${ackedEventsFound} in the outbox; every one committed: ${clicksDurable ? 'yes' : 'no'}`);
+    if (rounds.length > 1) {
+      const ratios = rounds.map((r) => r.click.measured.rps / r.baseline.measured.rps);
+      log(`  rounds (click/baseline req/s): ${rounds.map((r, i) => `${fmt(r.click.measured.rps)}/${fmt(r.baseline.measured.rps)} = ${ratios[i]!.toFixed(2)}`).join('; ')}`);
+      const sorted = [...ratios].sort((a, b) => a - b);
+      log(`  median ratio of ${rounds.length} rounds: ${sorted[Math.floor((sorted.length - 1) / 2)]!.toFixed(2)} x baseline (target ${TARGET_CLICKS_X_BASELINE})`);
+    }
+    log(`  load average after: ${loadText()}`);
+    return clicksDurable ? 0 : 1;
+  }
 
   // 5c. Sales. The limit is 120 sales per key per minute, so the load rotates over enough programs
   // (each with its key, partner and clicks) to stay under it. A sale is far more work than a click

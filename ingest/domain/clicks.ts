@@ -94,6 +94,15 @@ export interface ClickWriterOptions {
   maxInFlight?: number;
 }
 
+/**
+ * Two, not more: each statement commits, and a commit waits for its WAL flush (an fdatasync of
+ * 2.5 to 3.3 ms on the bench machine, 300 to 400 a second). At 50 connections four statements in
+ * flight carried about 13 clicks each, about one flush apiece, so flushes capped clicks near
+ * 5,000 to 6,400/s; two carry more clicks each (17 to 21 under load), and one statement still
+ * runs while the other waits for its flush (docs/architecture.md, "Rules that exist only for speed").
+ */
+const CLICK_STATEMENTS_IN_FLIGHT = 2;
+
 /** Clicks are the hottest path: written in batches (batched-statement.ts), one statement and one commit per batch. */
 export function createClickWriter(db: Database, options: ClickWriterOptions = {}): ClickWriter {
   const record = createBatchedStatement<ClickInput & { clickId: string }, RecordedClick>(
@@ -113,7 +122,7 @@ export function createClickWriter(db: Database, options: ClickWriterOptions = {}
         }
       });
     },
-    { maxBatch: options.maxBatch ?? 500, maxInFlight: db.kind === 'pglite' ? 1 : (options.maxInFlight ?? 4) },
+    { maxBatch: options.maxBatch ?? 500, maxInFlight: db.kind === 'pglite' ? 1 : (options.maxInFlight ?? CLICK_STATEMENTS_IN_FLIGHT) },
   );
   return { record: (input) => record({ ...input, clickId: randomUUID() }) };
 }
