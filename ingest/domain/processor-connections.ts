@@ -24,8 +24,7 @@ const q = {
   disconnect: sql('processor_connections.disconnect', `DELETE FROM processor_connections WHERE program_id = $1 RETURNING program_id`),
   programsOfAccount: sql(
     'processor_connections.programs_of_account',
-    `SELECT c.program_id FROM processor_connections c LEFT JOIN processor_accounts a ON a.account_id = c.account_id
-      WHERE c.account_id = $1 AND (a.deauthorized_at IS NULL OR a.deauthorized_at < c.connected_at) ORDER BY c.program_id`,
+    `SELECT coalesce(connected_programs($1), '{}') AS programs`,
   ),
   // Only a newer report changes what is known of an account.
   accountUpdated: sql(
@@ -62,9 +61,9 @@ export async function disconnectProcessor(db: Database, programId: number): Prom
   return (await db.many(q.disconnect, [programId])).length > 0;
 }
 
-/** The programs an account's events may act on: connected and not deauthorized since (payments: the same rule in processor_event_program, schemas/postgres/0015). */
+/** The programs an account's events may act on: connected and not deauthorized since (connected_programs, schemas/postgres/0016; payments ask it in SQL). */
 export async function connectedPrograms(tx: Queryable, accountId: string): Promise<number[]> {
-  return (await tx.many<{ program_id: number }>(q.programsOfAccount, [accountId])).map((r) => Number(r.program_id));
+  return (await tx.one<{ programs: number[] }>(q.programsOfAccount, [accountId]))!.programs.map(Number);
 }
 
 export type AccountEvent =
