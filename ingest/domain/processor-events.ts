@@ -54,7 +54,8 @@ const q = {
     'processor_payment_refs.transaction',
     `SELECT transaction_id FROM processor_payment_refs WHERE ref = ANY($1::text[]) ORDER BY transaction_id LIMIT 1`,
   ),
-  saleProgram: sql('processor.sale_program', `SELECT program_id FROM sale_events WHERE transaction_id = $1`),
+  // A real and a test sale may share a transaction_id (0010): a live event refunds the real one.
+  saleProgram: sql('processor.sale_program', `SELECT program_id FROM sale_events WHERE transaction_id = $1 AND test = $2`),
 };
 
 export interface ProcessorDeps {
@@ -138,7 +139,7 @@ async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReadi
   if (!locked) await lockPayment(tx, r.refs);
   const mapped = await tx.one<{ transaction_id: string }>(q.transactionOf, [r.refs]);
   if (mapped && !locked) await lockPayment(tx, [], mapped.transaction_id);
-  const sale = mapped && (await tx.one<{ program_id: number }>(q.saleProgram, [mapped.transaction_id]));
+  const sale = mapped && (await tx.one<{ program_id: number }>(q.saleProgram, [mapped.transaction_id, !event.livemode]));
   if (!mapped || !sale) return result('waiting', 'payment_not_recorded_yet', { waitingFor: r.refs });
   const found = { transaction_id: mapped.transaction_id, program_id: Number(sale.program_id) };
   if (event.account && !(await connectedPrograms(tx, event.account)).includes(found.program_id)) {
