@@ -19,7 +19,7 @@ const q = {
   ),
   byHashes: sql(
     'api_keys.by_hashes',
-    // A function, so that the lookup keeps one plan (0019_program_keys.sql).
+    // One indexed lookup per key, planned once per session (0019_program_keys.sql).
     `SELECT key_hash AS "keyHash", program_id AS "programId", workspace_id AS "workspaceId",
             rotation_marked_at AS "rotationMarkedAt", rotation_deadline AS "rotationDeadline"
        FROM program_keys($1::text[])`,
