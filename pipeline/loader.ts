@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Warehouse } from '../core/warehouse.js';
+import { TabSeparatedWriter, type Warehouse } from '../core/warehouse.js';
 import type { DecodedEvent, EventPayloads, EventType } from '../schemas/event-contract.js';
-import { recomputeHours, saleFacts } from '../queries/rollup.js';
+import { recomputeHours, saleFacts, type RollupKey } from '../queries/rollup.js';
 import type { LogMessage } from './event-log.js';
 
 /** One message of a batch with its offset in its partition (kafkajs offsets are decimal strings). */
@@ -518,10 +518,11 @@ export function deadLetterMessage(topic: string, d: DeadLetter): LogMessage {
  * is a retry of the whole batch. The caller commits nextOffset only after an `ok`.
  */
 export function createLoader(deps: LoaderDeps): CombiningLoader {
-  /** Writes the batch's facts, completing refunds' from sales_current, then recomputes the hours they touch. */
-  async function loadFacts(token: (table: string, extraHash?: string) => string, facts: Fact[]): Promise<void> {
-    const placed = facts.filter((f) => f.hour !== null);
-    const refunds = facts.filter((f) => f.hour === null);
+  /**
+   * Writes the load's facts (placed ones already encoded in `facts`), completing refunds' from
+   * sales_current, then recomputes the hours they touch (`hours`, keyed by program and hour).
+   */
+  async function loadFacts(token: (table: string, extraHash?: string) => string, facts: TabSeparatedWriter, hours: Map<string, RollupKey>, refunds: Fact[]): Promise<void> {
     let completedHash = '';
     if (refunds.length) {
       const sales = new Map((await saleFacts(deps.warehouse, refunds.map((f) => ({ program_id: f.program_id, sale_id: f.entity })))).map((s) => [s.sale_id, s]));
@@ -533,25 +534,37 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
       if (completed.length) {
         // What was looked up is part of the token, so a retry that finds more is never taken for a duplicate.
         completedHash = createHash('sha256').update(JSON.stringify(completed)).digest('hex').slice(0, 16);
-        placed.push(...completed);
+        for (const f of completed) {
+          facts.add(facts.encode(f));
+          hours.set(`${f.program_id} ${f.hour}`, { program_id: f.program_id, hour: f.hour });
+        }
       }
     }
     // One insert (one part) for all of them: each insert costs a part's files whatever its size.
-    if (placed.length) await deps.warehouse.insert(FACTS, placed, { dedupToken: token(FACTS, completedHash) });
-    await recomputeHours(
-      deps.warehouse,
-      placed.map((f) => ({ program_id: f.program_id, hour: f.hour! })),
-    );
+    if (facts.count) await deps.warehouse.insert(FACTS, facts.finish(), { dedupToken: token(FACTS, completedHash) });
+    await recomputeHours(deps.warehouse, [...hours.values()]);
   }
 
   /**
    * Loads several batches as one: every table gets one insert for all of them, and the rollup one
    * recompute, which is what a busy loader saves on (each statement has a fixed cost). The results
    * are per batch, in order; a warehouse failure is a retry of every batch.
+   *
+   * Rows are encoded for the warehouse as each event is mapped, not kept as objects until the
+   * inserts: only for speed (TabSeparatedWriter, docs/architecture.md).
    */
   async function loadMany(batches: readonly LoaderBatch[]): Promise<LoadResult[]> {
     const outcomes = batches.map(() => ({ messages: [] as MessageResult[], deadLetters: [] as DeadLetter[] }));
-    const byTable = new Map<string, Row[]>();
+    const writers = new Map<string, TabSeparatedWriter>();
+    const writerOf = (table: string) => {
+      let writer = writers.get(table);
+      if (!writer) writers.set(table, (writer = new TabSeparatedWriter()));
+      return writer;
+    };
+    /** The hours the facts touch, and the refunds' facts, completed at the end (loadFacts). */
+    const hours = new Map<string, RollupKey>();
+    const refunds: Fact[] = [];
+    const lines: { writer: TabSeparatedWriter; line: string }[] = [];
     const hash = createHash('sha256');
     batches.forEach((batch, b) => {
       const { messages, deadLetters } = outcomes[b]!;
@@ -567,18 +580,27 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
           continue;
         }
         let rows: Mapped;
+        // An event's rows are all encoded before any is added: it loads whole or is a dead letter.
+        lines.length = 0;
         try {
           rows = eventRows(event);
+          for (const [table, row] of rows) {
+            if (table === FACTS && (row as Fact).hour === null) continue;
+            const writer = writerOf(table);
+            lines.push({ writer, line: writer.encode(row) });
+          }
         } catch (error) {
           const reason = `unmappable ${event.eventType} event: ${reasonOf(error)}`;
           messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
           deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.map', reason, message });
           continue;
         }
+        for (const { writer, line } of lines) writer.add(line);
         for (const [table, row] of rows) {
-          const list = byTable.get(table) ?? [];
-          list.push(row);
-          byTable.set(table, list);
+          if (table !== FACTS) continue;
+          const f = row as Fact;
+          if (f.hour === null) refunds.push(f);
+          else hours.set(`${f.program_id} ${f.hour}`, { program_id: f.program_id, hour: f.hour });
         }
         messages.push({ offset: message.offset, outcome: 'ok', eventType: event.eventType, eventId: String(event.value.event_id) });
       }
@@ -586,10 +608,10 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
     const token = tokenOf(batches, hash.digest('hex').slice(0, 32));
     try {
       for (const table of WAREHOUSE_TABLES) {
-        const rows = byTable.get(table);
-        if (rows && table !== FACTS) await deps.warehouse.insert(table, rows, { dedupToken: token(table) });
+        const writer = writers.get(table);
+        if (writer && table !== FACTS) await deps.warehouse.insert(table, writer.finish(), { dedupToken: token(table) });
       }
-      await loadFacts(token, (byTable.get(FACTS) ?? []) as Fact[]);
+      await loadFacts(token, writerOf(FACTS), hours, refunds);
     } catch (error) {
       return batches.map((batch) => ({ kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) }));
     }
