@@ -184,6 +184,7 @@ async function round(): Promise<void> {
     await sleep(500);
     const threads0 = threadCpu();
     const cpu0 = cpuMs();
+    if (process.env.BENCH_MARKS) process.stderr.write(`load start ${process.hrtime.bigint()}\n`);
     const t0 = performance.now();
     let loaded = 0;
     for (const batches of loads) {
@@ -193,6 +194,7 @@ async function round(): Promise<void> {
       }
     }
     const wall = performance.now() - t0;
+    if (process.env.BENCH_MARKS) process.stderr.write(`load end ${process.hrtime.bigint()}\n`);
     const cpu1 = cpuMs();
     const threads = threadDelta(threads0, threadCpu());
     await sleep(settings.settleMs);

@@ -78,13 +78,14 @@ const LINES_PER_CHUNK = 1024;
  * tabSeparated gives for the whole list. Only speed: a row is garbage as soon as it is written,
  * and what a load keeps until its insert is bytes outside the JavaScript heap, where a list of
  * row objects kept until the end cost the loader about as much garbage collection as encoding
- * (docs/performance.md, "Loader (issue 14)").
+ * (docs/performance.md, "Loader (issue 14)"). The bytes grow in one buffer, handed over as is.
  */
 export class TabSeparatedWriter {
   private columns: readonly string[] | undefined;
   private readonly cells: string[] = [];
   private lines: string[] = [];
-  private readonly chunks: Buffer[] = [];
+  private bytes = Buffer.allocUnsafe(0);
+  private length = 0;
   private rows = 0;
 
   get count(): number {
@@ -107,14 +108,21 @@ export class TabSeparatedWriter {
   private flush(): void {
     if (this.lines.length === 0) return;
     this.lines.push('');
-    this.chunks.push(Buffer.from(this.lines.join('\n'), 'utf8'));
+    const text = this.lines.join('\n');
     this.lines = [];
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (this.bytes.length - this.length < text.length * 3) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(2 * this.bytes.length, this.length + text.length * 3, 64 * 1024));
+      this.bytes.copy(grown, 0, 0, this.length);
+      this.bytes = grown;
+    }
+    this.length += this.bytes.write(text, this.length, 'utf8');
   }
 
   /** What was added, for Warehouse.insert. */
   finish(): EncodedRows {
     this.flush();
-    return { columns: this.columns ?? [], body: this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks), count: this.rows };
+    return { columns: this.columns ?? [], body: this.bytes.subarray(0, this.length), count: this.rows };
   }
 }
 

@@ -494,6 +494,9 @@ function tokenOf(batches: readonly LoaderBatch[], contentHash: string) {
   };
 }
 
+const retryAll = (batches: readonly LoaderBatch[], error: unknown): LoadResult[] =>
+  batches.map((batch) => ({ kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) }));
+
 const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** The dead-letter topic's message for a dead letter: the reason and the original bytes (base64). */
@@ -564,47 +567,48 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
     /** The hours the facts touch, and the refunds' facts, completed at the end (loadFacts). */
     const hours = new Map<string, RollupKey>();
     const refunds: Fact[] = [];
-    const lines: { writer: TabSeparatedWriter; line: string }[] = [];
     const hash = createHash('sha256');
-    batches.forEach((batch, b) => {
-      const { messages, deadLetters } = outcomes[b]!;
-      for (const message of batch.messages) {
-        hash.update(message.offset).update('\0').update(message.value);
-        let event: DecodedEvent;
-        try {
-          event = deps.decode(message.value);
-        } catch (error) {
-          const reason = `undecodable: ${reasonOf(error)}`;
-          messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
-          deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.decode', reason, message });
-          continue;
-        }
-        let rows: Mapped;
-        // An event's rows are all encoded before any is added: it loads whole or is a dead letter.
-        lines.length = 0;
-        try {
-          rows = eventRows(event);
-          for (const [table, row] of rows) {
-            if (table === FACTS && (row as Fact).hour === null) continue;
-            const writer = writerOf(table);
-            lines.push({ writer, line: writer.encode(row) });
+    try {
+      batches.forEach((batch, b) => {
+        const { messages, deadLetters } = outcomes[b]!;
+        for (const message of batch.messages) {
+          hash.update(message.offset).update('\0').update(message.value);
+          let event: DecodedEvent;
+          try {
+            event = deps.decode(message.value);
+          } catch (error) {
+            const reason = `undecodable: ${reasonOf(error)}`;
+            messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
+            deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.decode', reason, message });
+            continue;
           }
-        } catch (error) {
-          const reason = `unmappable ${event.eventType} event: ${reasonOf(error)}`;
-          messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
-          deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.map', reason, message });
-          continue;
+          let rows: Mapped;
+          try {
+            rows = eventRows(event);
+          } catch (error) {
+            const reason = `unmappable ${event.eventType} event: ${reasonOf(error)}`;
+            messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
+            deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.map', reason, message });
+            continue;
+          }
+          for (const [table, row] of rows) {
+            const f = table === FACTS ? (row as Fact) : undefined;
+            if (f?.hour === null) {
+              refunds.push(f);
+              continue;
+            }
+            if (f) hours.set(`${f.program_id} ${f.hour}`, { program_id: f.program_id, hour: f.hour! });
+            const writer = writerOf(table);
+            writer.add(writer.encode(row));
+          }
+          messages.push({ offset: message.offset, outcome: 'ok', eventType: event.eventType, eventId: String(event.value.event_id) });
         }
-        for (const { writer, line } of lines) writer.add(line);
-        for (const [table, row] of rows) {
-          if (table !== FACTS) continue;
-          const f = row as Fact;
-          if (f.hour === null) refunds.push(f);
-          else hours.set(`${f.program_id} ${f.hour}`, { program_id: f.program_id, hour: f.hour });
-        }
-        messages.push({ offset: message.offset, outcome: 'ok', eventType: event.eventType, eventId: String(event.value.event_id) });
-      }
-    });
+      });
+    } catch (error) {
+      // A value the warehouse cannot store (encode throws) is this build's bug, not the message's:
+      // the load is retried, as when the insert refused it before rows were encoded here.
+      return retryAll(batches, error);
+    }
     const token = tokenOf(batches, hash.digest('hex').slice(0, 32));
     try {
       for (const table of WAREHOUSE_TABLES) {
@@ -613,7 +617,7 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
       }
       await loadFacts(token, writerOf(FACTS), hours, refunds);
     } catch (error) {
-      return batches.map((batch) => ({ kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) }));
+      return retryAll(batches, error);
     }
     return batches.map((batch, b) => ({
       kind: 'ok',
