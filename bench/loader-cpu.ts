@@ -183,6 +183,7 @@ async function round(): Promise<void> {
     const loader = createLoader({ warehouse, decode: codec.decode });
     await sleep(500);
     const threads0 = threadCpu();
+    const elu0 = performance.eventLoopUtilization();
     const cpu0 = cpuMs();
     if (process.env.BENCH_MARKS) process.stderr.write(`load start ${process.hrtime.bigint()}\n`);
     const t0 = performance.now();
@@ -197,10 +198,12 @@ async function round(): Promise<void> {
     if (process.env.BENCH_MARKS) process.stderr.write(`load end ${process.hrtime.bigint()}\n`);
     const cpu1 = cpuMs();
     const threads = threadDelta(threads0, threadCpu());
+    // The main thread's idle time during the loads: waiting for chDB with nothing else to do.
+    const mainIdleMs = performance.eventLoopUtilization(elu0).idle;
     await sleep(settings.settleMs);
     const cpu2 = cpuMs();
     await warehouse.close();
-    process.stdout.write(JSON.stringify({ loaded, loads: loads.length, wallMs: wall, loadCpuMs: cpu1 - cpu0, settleCpuMs: cpu2 - cpu1, statements: Object.fromEntries(spent), threads }) + '\n');
+    process.stdout.write(JSON.stringify({ loaded, loads: loads.length, wallMs: wall, loadCpuMs: cpu1 - cpu0, settleCpuMs: cpu2 - cpu1, statements: Object.fromEntries(spent), threads, mainIdleMs }) + '\n');
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -220,13 +223,13 @@ async function main() {
     const results = all.get(side)!;
     const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     const out = execFileSync(process.execPath, [...prof, '--import', 'tsx', join(side, 'bench', 'loader-cpu.ts'), '--round'], { cwd: side, env: process.env, encoding: 'utf8', maxBuffer: 1 << 24 });
-    const r = JSON.parse(out.trim().split('\n').pop()!) as { loaded: number; loads: number; wallMs: number; loadCpuMs: number; settleCpuMs: number; statements: Record<string, number>; threads: Record<string, number> };
+    const r = JSON.parse(out.trim().split('\n').pop()!) as { loaded: number; loads: number; wallMs: number; loadCpuMs: number; settleCpuMs: number; statements: Record<string, number>; threads: Record<string, number>; mainIdleMs: number };
     const perThousand = (r.loadCpuMs / r.loaded) * 1000;
     const withSettle = ((r.loadCpuMs + r.settleCpuMs) / r.loaded) * 1000;
     results.push({ perThousand, withSettle, rate: r.loaded / (r.wallMs / 1000) });
     log(`  ${side === ROOT ? 'this checkout' : side} round ${Math.floor(i / sides.length) + 1}: ${r.loaded} events in ${r.loads} loads, ${(r.wallMs / 1000).toFixed(2)} s (${Math.round(r.loaded / (r.wallMs / 1000))} events/s); ` +
       `CPU ${perThousand.toFixed(1)} ms per 1,000 events, ${withSettle.toFixed(1)} with the ${settings.settleMs} ms after (load ${loadavg()[0]!.toFixed(2)})`);
-    log(`    CPU ms per thread while loading: ${Object.entries(r.threads ?? {}).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
+    log(`    main thread idle (waiting for chDB) ${Math.round(r.mainIdleMs)} ms; CPU ms per thread while loading: ${Object.entries(r.threads ?? {}).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
     log(`    wall ms per statement kind: ${Object.entries(r.statements).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -427,6 +427,40 @@ describe('ClickHouse warehouse on chDB', () => {
     expect(await warehouseNumbers(warehouse)).toEqual(await postgresNumbers(t));
   });
 
+  it('a load inserts every event table before any current state, even when an event insert fails; the retry loads the rest', async () => {
+    const inserted: string[] = [];
+    let failing: string | undefined = 'commission_created';
+    const recording: Warehouse = {
+      ...warehouse,
+      kind: warehouse.kind,
+      query: (q, p) => warehouse.query(q, p),
+      command: (q, p) => warehouse.command(q, p),
+      close: () => warehouse.close(),
+      insert: (table, rows, options) => {
+        inserted.push(table);
+        return table === failing ? Promise.reject(new Error(`${table} down`)) : warehouse.insert(table, rows, options);
+      },
+    };
+    // Every topic's messages, each a batch: the event tables of several topics in one load.
+    const batches: LoaderBatch[] = log
+      .topics()
+      .filter((x) => x !== DEAD)
+      .map((topic) => ({ topic, partition: 0, messages: log.read(topic).map((m, i) => ({ offset: String(i), value: m.value })) }))
+      .filter((b) => b.messages.length > 0);
+    const loader = createLoader({ warehouse: recording, decode: codec.decode });
+    const first = await loader.loadMany(batches);
+    expect(first.every((r) => r.kind === 'retry')).toBe(true);
+    expect(inserted).toContain('commission_created');
+    expect(inserted.filter((table) => table.endsWith('_current') || table.startsWith('performance_'))).toEqual([]);
+    failing = undefined;
+    inserted.length = 0;
+    expect((await loader.loadMany(batches)).map((r) => r.kind)).toEqual(batches.map(() => 'ok'));
+    const firstState = inserted.findIndex((table) => table.endsWith('_current'));
+    expect(firstState).toBeGreaterThan(0);
+    expect(inserted.slice(firstState).filter((table) => !table.endsWith('_current') && !table.startsWith('performance_'))).toEqual([]);
+    expect(await warehouseNumbers(warehouse)).toEqual(await postgresNumbers(t));
+  });
+
   it('batches submitted together are loaded as one, each with its own result; the numbers stay those of Postgres', async () => {
     const loader = createLoader({ warehouse, decode: codec.decode });
     const calls: number[] = [];
