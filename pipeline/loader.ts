@@ -434,8 +434,9 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
 };
 
 /**
- * Inserted in this order: events first, current state after (a reader never sees state without its
- * event), then the performance facts, and last the rollup hours they touched are recomputed.
+ * Inserted in this order: events first (topic by topic, in no fixed order among themselves), current
+ * state once every event table is acknowledged (a reader never sees state without its event), then
+ * the performance facts, and last the rollup hours they touched are recomputed.
  */
 const EVENT_TABLES = [
   'click_recorded',
