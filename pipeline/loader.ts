@@ -584,7 +584,8 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
   async function loadMany(batches: readonly LoaderBatch[]): Promise<LoadResult[]> {
     const outcomes = batches.map(() => ({ messages: [] as MessageResult[], deadLetters: [] as DeadLetter[] }));
     const hash = createHash('sha256');
-    for (const batch of batches) for (const message of batch.messages) hash.update(message.offset).update('\0').update(message.value);
+    // The offset and its NUL in one update: the same bytes hashed as in three, one call fewer per message.
+    for (const batch of batches) for (const message of batch.messages) hash.update(`${message.offset}\0`).update(message.value);
     const token = tokenOf(batches, hash.digest('hex').slice(0, 32));
     const writers = new Map<string, TabSeparatedWriter>();
     const writerOf = (table: string) => {
