@@ -12,7 +12,10 @@
  * as the Kafka loader combines the partitions of a fetch), and reports CPU during the loads and
  * during BENCH_SETTLE_MS after (background merges). chDB binds one directory per process, so each
  * round runs in a child process; rounds: BENCH_ROUNDS (default 3), median reported.
- * BENCH_CPU_PROF=<dir> writes each round's profile there. BENCH_COMPARE=<another checkout> (e.g.
+ * Each round also prints the CPU of each thread by name (BENCH_TIDS=1: V8's and libuv's `node`
+ * threads one by one) and how long the main thread sat idle waiting for chDB; BENCH_MARKS=1 writes
+ * the loads' start and end (CLOCK_MONOTONIC, ns) to stderr, for `perf record -k CLOCK_MONOTONIC`
+ * and `perf report --time`. BENCH_CPU_PROF=<dir> writes each round's profile there. BENCH_COMPARE=<another checkout> (e.g.
  * `git archive main | tar -x -C /tmp/base`, node_modules linked, this script copied into its
  * bench/) runs its loader in alternate rounds, for a before/after on one machine state.
  */
