@@ -12,13 +12,16 @@
  * as the Kafka loader combines the partitions of a fetch), and reports CPU during the loads and
  * during BENCH_SETTLE_MS after (background merges). chDB binds one directory per process, so each
  * round runs in a child process; rounds: BENCH_ROUNDS (default 3), median reported.
- * BENCH_CPU_PROF=<dir> writes each round's profile there. BENCH_COMPARE=<another checkout> (e.g.
+ * Each round also prints the CPU of each thread by name (BENCH_TIDS=1: V8's and libuv's `node`
+ * threads one by one) and how long the main thread sat idle waiting for chDB; BENCH_MARKS=1 writes
+ * the loads' start and end (CLOCK_MONOTONIC, ns) to stderr, for `perf record -k CLOCK_MONOTONIC`
+ * and `perf report --time`. BENCH_CPU_PROF=<dir> writes each round's profile there. BENCH_COMPARE=<another checkout> (e.g.
  * `git archive main | tar -x -C /tmp/base`, node_modules linked, this script copied into its
  * bench/) runs its loader in alternate rounds, for a before/after on one machine state.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +56,32 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
+
+/** CPU ms of each of this process's threads by name (/proc on Linux): the main thread, V8's, chDB's. */
+function threadCpu(): Map<string, number> {
+  const out = new Map<string, number>();
+  let tasks: string[];
+  try {
+    tasks = readdirSync('/proc/self/task');
+  } catch {
+    return out;
+  }
+  const tick = 1000 / 100; // USER_HZ
+  for (const task of tasks) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const name = task === String(process.pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '#');
+      const key = name === 'node' && process.env.BENCH_TIDS ? `node/${task}` : name;
+      out.set(key, (out.get(key) ?? 0) + (Number(fields[11]) + Number(fields[12])) * tick);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+const threadDelta = (before: Map<string, number>, after: Map<string, number>) =>
+  Object.fromEntries([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]).filter(([, v]) => (v as number) > 0).sort((a, b) => (b[1] as number) - (a[1] as number)));
 
 interface StoredMessage {
   topic: string;
@@ -156,7 +185,10 @@ async function round(): Promise<void> {
     const codec = createAvroCodec();
     const loader = createLoader({ warehouse, decode: codec.decode });
     await sleep(500);
+    const threads0 = threadCpu();
+    const elu0 = performance.eventLoopUtilization();
     const cpu0 = cpuMs();
+    if (process.env.BENCH_MARKS) process.stderr.write(`load start ${process.hrtime.bigint()}\n`);
     const t0 = performance.now();
     let loaded = 0;
     for (const batches of loads) {
@@ -166,11 +198,15 @@ async function round(): Promise<void> {
       }
     }
     const wall = performance.now() - t0;
+    if (process.env.BENCH_MARKS) process.stderr.write(`load end ${process.hrtime.bigint()}\n`);
     const cpu1 = cpuMs();
+    const threads = threadDelta(threads0, threadCpu());
+    // The main thread's idle time during the loads: waiting for chDB with nothing else to do.
+    const mainIdleMs = performance.eventLoopUtilization(elu0).idle;
     await sleep(settings.settleMs);
     const cpu2 = cpuMs();
     await warehouse.close();
-    process.stdout.write(JSON.stringify({ loaded, loads: loads.length, wallMs: wall, loadCpuMs: cpu1 - cpu0, settleCpuMs: cpu2 - cpu1, statements: Object.fromEntries(spent) }) + '\n');
+    process.stdout.write(JSON.stringify({ loaded, loads: loads.length, wallMs: wall, loadCpuMs: cpu1 - cpu0, settleCpuMs: cpu2 - cpu1, statements: Object.fromEntries(spent), threads, mainIdleMs }) + '\n');
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -190,12 +226,13 @@ async function main() {
     const results = all.get(side)!;
     const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     const out = execFileSync(process.execPath, [...prof, '--import', 'tsx', join(side, 'bench', 'loader-cpu.ts'), '--round'], { cwd: side, env: process.env, encoding: 'utf8', maxBuffer: 1 << 24 });
-    const r = JSON.parse(out.trim().split('\n').pop()!) as { loaded: number; loads: number; wallMs: number; loadCpuMs: number; settleCpuMs: number; statements: Record<string, number> };
+    const r = JSON.parse(out.trim().split('\n').pop()!) as { loaded: number; loads: number; wallMs: number; loadCpuMs: number; settleCpuMs: number; statements: Record<string, number>; threads: Record<string, number>; mainIdleMs: number };
     const perThousand = (r.loadCpuMs / r.loaded) * 1000;
     const withSettle = ((r.loadCpuMs + r.settleCpuMs) / r.loaded) * 1000;
     results.push({ perThousand, withSettle, rate: r.loaded / (r.wallMs / 1000) });
     log(`  ${side === ROOT ? 'this checkout' : side} round ${Math.floor(i / sides.length) + 1}: ${r.loaded} events in ${r.loads} loads, ${(r.wallMs / 1000).toFixed(2)} s (${Math.round(r.loaded / (r.wallMs / 1000))} events/s); ` +
       `CPU ${perThousand.toFixed(1)} ms per 1,000 events, ${withSettle.toFixed(1)} with the ${settings.settleMs} ms after (load ${loadavg()[0]!.toFixed(2)})`);
+    log(`    main thread idle (waiting for chDB) ${Math.round(r.mainIdleMs)} ms; CPU ms per thread while loading: ${Object.entries(r.threads ?? {}).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
     log(`    wall ms per statement kind: ${Object.entries(r.statements).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

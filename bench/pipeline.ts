@@ -863,7 +863,7 @@ async function main(): Promise<number> {
     log(`  relay:  total ${fmt(r.total, 1)} = Postgres (lock, read, mark, commit) ${fmt(r.postgres, 1)} + encode ${fmt(r.encode, 1)} + publish until acked ${fmt(r.publish, 1)}` +
       `  (${fmt(r.relayed)} events, ${r.batches} batches, ${fmt(1_000_000 / r.total)} events/s)`);
     const l = await loaderBreakdown({ messages: relay.messages, codec, chdbPath: join(state.tmpDir!, 'breakdown-ch'), batchSize: 5_000 });
-    log(`  loader: total ${fmt(l.total, 1)} = decode ${fmt(l.decode, 1)} + map and hash ${fmt(l.mapAndHash, 1)} + chDB inserts ${fmt(l.insert, 1)} + rollup recompute ${fmt(l.rollup, 1)}` +
+    log(`  loader: total ${fmt(l.total, 1)} = decode ${fmt(l.decode, 1)} + map, encode and hash (beside the inserts) ${fmt(l.mapAndHash, 1)} + chDB inserts (any in flight) ${fmt(l.insert, 1)} + rollup recompute ${fmt(l.rollup, 1)}` +
       `  (${fmt(l.loaded)} events, ${l.batches} batches of up to 5,000, ${fmt(1_000_000 / l.total)} events/s)`);
   }
 

@@ -22,8 +22,11 @@ export interface InsertOptions {
 
 export interface Warehouse {
   readonly kind: WarehouseConfig['kind'];
-  /** Inserts rows (the columns are the first row's keys); resolves once the warehouse acknowledged the insert. */
-  insert(table: string, rows: readonly Record<string, unknown>[], options: InsertOptions): Promise<void>;
+  /**
+   * Inserts rows (the columns are the first row's keys), or rows a TabSeparatedWriter already
+   * encoded; resolves once the warehouse acknowledged the insert.
+   */
+  insert(table: string, rows: readonly Record<string, unknown>[] | EncodedRows, options: InsertOptions): Promise<void>;
   /** A SELECT with `{name:Type}` placeholders bound server-side; 64-bit integers arrive as numbers. */
   query<R>(query: NamedQuery, params?: QueryParams): Promise<R[]>;
   /** A statement without a result (DDL); one statement per call. */
@@ -50,13 +53,77 @@ export function tabSeparated(rows: readonly Record<string, unknown>[], columns: 
   // One string per row, joined once: V8 builds joins flat, where += builds ropes to flatten later.
   const lines = new Array<string>(rows.length + 1);
   const cells = new Array<string>(columns.length);
-  for (let r = 0; r < rows.length; r += 1) {
-    const row = rows[r]!;
-    for (let i = 0; i < columns.length; i += 1) cells[i] = cell(columns[i]!, row[columns[i]!]);
-    lines[r] = cells.join('\t');
-  }
+  for (let r = 0; r < rows.length; r += 1) lines[r] = tabSeparatedLine(rows[r]!, columns, cells);
   lines[rows.length] = '';
   return Buffer.from(lines.join('\n'), 'utf8');
+}
+
+function tabSeparatedLine(row: Record<string, unknown>, columns: readonly string[], cells: string[]): string {
+  for (let i = 0; i < columns.length; i += 1) cells[i] = cell(columns[i]!, row[columns[i]!]);
+  return cells.join('\t');
+}
+
+/** Rows a TabSeparatedWriter encoded: the column list, the bytes and how many rows they hold. */
+export interface EncodedRows {
+  readonly columns: readonly string[];
+  readonly body: Buffer;
+  readonly count: number;
+}
+
+/** Lines kept as strings before they become bytes: enough for one join to be cheap, few enough to stay young. */
+const LINES_PER_CHUNK = 1024;
+
+/**
+ * One table's rows encoded as they come (the columns are the first row's keys), the same bytes
+ * tabSeparated gives for the whole list. Only speed: a row is garbage as soon as it is written,
+ * and what a load keeps until its insert is bytes outside the JavaScript heap, where a list of
+ * row objects kept until the end cost the loader about as much garbage collection as encoding
+ * (docs/performance.md, "Loader (issue 14)"). The bytes grow in one buffer, handed over as is.
+ */
+export class TabSeparatedWriter {
+  private columns: readonly string[] | undefined;
+  private readonly cells: string[] = [];
+  private lines: string[] = [];
+  private bytes = Buffer.allocUnsafe(0);
+  private length = 0;
+  private rows = 0;
+
+  get count(): number {
+    return this.rows;
+  }
+
+  /** The row's line, without adding it; throws (naming the column) on a value the warehouse cannot store. */
+  encode(row: Record<string, unknown>): string {
+    this.columns ??= Object.keys(row);
+    return tabSeparatedLine(row, this.columns, this.cells);
+  }
+
+  /** Adds a line encode() gave. */
+  add(line: string): void {
+    this.lines.push(line);
+    this.rows += 1;
+    if (this.lines.length >= LINES_PER_CHUNK) this.flush();
+  }
+
+  private flush(): void {
+    if (this.lines.length === 0) return;
+    this.lines.push('');
+    const text = this.lines.join('\n');
+    this.lines = [];
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (this.bytes.length - this.length < text.length * 3) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(2 * this.bytes.length, this.length + text.length * 3, 64 * 1024));
+      this.bytes.copy(grown, 0, 0, this.length);
+      this.bytes = grown;
+    }
+    this.length += this.bytes.write(text, this.length, 'utf8');
+  }
+
+  /** What was added, for Warehouse.insert. */
+  finish(): EncodedRows {
+    this.flush();
+    return { columns: this.columns ?? [], body: this.bytes.subarray(0, this.length), count: this.rows };
+  }
 }
 
 function cell(column: string, v: unknown): string {
@@ -69,6 +136,8 @@ function cell(column: string, v: unknown): string {
   if (v === null || v === undefined) return '\\N';
   throw new Error(`${column}: cannot send ${typeof v} values to the warehouse`);
 }
+
+const isEncoded = (rows: readonly Record<string, unknown>[] | EncodedRows): rows is EncodedRows => !Array.isArray(rows);
 
 const SPECIAL = /[\\\t\n\r]/;
 const SPECIALS = /[\\\t\n\r]/g;
@@ -100,17 +169,23 @@ class ClickHouseWarehouse implements Warehouse {
     return run;
   }
 
-  insert(table: string, rows: readonly Record<string, unknown>[], options: InsertOptions): Promise<void> {
+  insert(table: string, rows: readonly Record<string, unknown>[] | EncodedRows, options: InsertOptions): Promise<void> {
     if (!TABLE_NAME.test(table)) return Promise.reject(new Error(`Invalid table name ${JSON.stringify(table)}`));
     if (!options.dedupToken) return Promise.reject(new Error(`An insert into ${table} needs a deduplication token`));
-    if (rows.length === 0) return Promise.resolve();
-    // Rows may list their keys in any order: the column list names them.
-    const columns = Object.keys(rows[0]!) as [string, ...string[]];
+    let columns: readonly string[];
     let body: Buffer;
-    try {
-      body = tabSeparated(rows, columns);
-    } catch (error) {
-      return Promise.reject(error);
+    if (isEncoded(rows)) {
+      if (rows.count === 0) return Promise.resolve();
+      ({ columns, body } = rows);
+    } else {
+      if (rows.length === 0) return Promise.resolve();
+      // Rows may list their keys in any order: the column list names them.
+      columns = Object.keys(rows[0]!);
+      try {
+        body = tabSeparated(rows, columns);
+      } catch (error) {
+        return Promise.reject(error);
+      }
     }
     const settings = {
       insert_deduplicate: 1,
@@ -125,7 +200,7 @@ class ClickHouseWarehouse implements Warehouse {
         await this.raw.rawInsert({ table, values: body, format: 'TSV', columns, settings });
         return;
       }
-      await this.client.insert({ table, values: Readable.from([body], { objectMode: false }), columns, format: 'TabSeparated', clickhouse_settings: settings });
+      await this.client.insert({ table, values: Readable.from([body], { objectMode: false }), columns: columns as [string, ...string[]], format: 'TabSeparated', clickhouse_settings: settings });
     });
   }
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Warehouse } from '../core/warehouse.js';
+import { TabSeparatedWriter, type Warehouse } from '../core/warehouse.js';
 import type { DecodedEvent, EventPayloads, EventType } from '../schemas/event-contract.js';
-import { recomputeHours, saleFacts } from '../queries/rollup.js';
+import { recomputeHours, saleFacts, type RollupKey } from '../queries/rollup.js';
 import type { LogMessage } from './event-log.js';
 
 /** One message of a batch with its offset in its partition (kafkajs offsets are decimal strings). */
@@ -61,6 +61,7 @@ const fail = (field: string, expected: string, value: unknown): never => {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]00(?::?00)?)?$/;
+const CODEC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 /*
  * Readers take the field's name from the record's type, so a mapper can read only its payload's
@@ -92,6 +93,8 @@ function time<F extends string>(o: Fields<F>, field: NoInfer<F>): string {
     return v.toISOString().replace('T', ' ').replace('Z', '000');
   }
   if (typeof v !== 'string') return fail(field, 'a timestamp', v);
+  // What the Avro codec decodes to (`2025-03-01T12:00:00.123456Z`), without a match array: only speed.
+  if (v.length === 27 && CODEC_TIME.test(v)) return `${v.slice(0, 10)} ${v.slice(11, 26)}`;
   const m = ISO.exec(v);
   // Without a zone the time is UTC (what Postgres and the Avro codec write is UTC anyway).
   if (m) {
@@ -431,10 +434,11 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
 };
 
 /**
- * Inserted in this order: events first, current state after (a reader never sees state without its
- * event), then the performance facts, and last the rollup hours they touched are recomputed.
+ * Inserted in this order: events first (topic by topic, in no fixed order among themselves), current
+ * state once every event table is acknowledged (a reader never sees state without its event), then
+ * the performance facts, and last the rollup hours they touched are recomputed.
  */
-export const WAREHOUSE_TABLES = [
+const EVENT_TABLES = [
   'click_recorded',
   'customer_changed',
   'sale_recorded',
@@ -448,12 +452,10 @@ export const WAREHOUSE_TABLES = [
   'platform_fee_adjusted',
   'partner_program_changed',
   'test_event_logged',
-  'customers_current',
-  'sales_current',
-  'commissions_current',
-  FACTS,
-  'performance_hourly',
 ] as const;
+const STATE_TABLES = ['customers_current', 'sales_current', 'commissions_current'] as const;
+
+export const WAREHOUSE_TABLES = [...EVENT_TABLES, ...STATE_TABLES, FACTS, 'performance_hourly'] as const;
 
 /** The warehouse rows of one event; throws (a MappingError) when the event does not fit them. */
 export function eventRows(event: DecodedEvent): Mapped {
@@ -494,6 +496,29 @@ function tokenOf(batches: readonly LoaderBatch[], contentHash: string) {
   };
 }
 
+/** Messages mapped between two turns of the event loop while inserts run. */
+const YIELD_EVERY = 500;
+
+/**
+ * The batches' indexes by topic, each topic's in their order, the topic with the most messages
+ * first (then by name): the same batches always give the same order, so the same parts and tokens.
+ */
+function byTopic(batches: readonly LoaderBatch[]): number[][] {
+  const topics = new Map<string, { size: number; indexes: number[] }>();
+  batches.forEach((batch, i) => {
+    const topic = topics.get(batch.topic) ?? { size: 0, indexes: [] };
+    topic.size += batch.messages.length;
+    topic.indexes.push(i);
+    topics.set(batch.topic, topic);
+  });
+  return [...topics]
+    .sort(([a, x], [b, y]) => y.size - x.size || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, topic]) => topic.indexes);
+}
+
+const retryAll = (batches: readonly LoaderBatch[], error: unknown): LoadResult[] =>
+  batches.map((batch) => ({ kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) }));
+
 const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** The dead-letter topic's message for a dead letter: the reason and the original bytes (base64). */
@@ -518,10 +543,11 @@ export function deadLetterMessage(topic: string, d: DeadLetter): LogMessage {
  * is a retry of the whole batch. The caller commits nextOffset only after an `ok`.
  */
 export function createLoader(deps: LoaderDeps): CombiningLoader {
-  /** Writes the batch's facts, completing refunds' from sales_current, then recomputes the hours they touch. */
-  async function loadFacts(token: (table: string, extraHash?: string) => string, facts: Fact[]): Promise<void> {
-    const placed = facts.filter((f) => f.hour !== null);
-    const refunds = facts.filter((f) => f.hour === null);
+  /**
+   * Writes the load's facts (placed ones already encoded in `facts`), completing refunds' from
+   * sales_current, then recomputes the hours they touch (`hours`, keyed by program and hour).
+   */
+  async function loadFacts(token: (table: string, extraHash?: string) => string, facts: TabSeparatedWriter, hours: Map<string, RollupKey>, refunds: Fact[]): Promise<void> {
     let completedHash = '';
     if (refunds.length) {
       const sales = new Map((await saleFacts(deps.warehouse, refunds.map((f) => ({ program_id: f.program_id, sale_id: f.entity })))).map((s) => [s.sale_id, s]));
@@ -533,65 +559,120 @@ export function createLoader(deps: LoaderDeps): CombiningLoader {
       if (completed.length) {
         // What was looked up is part of the token, so a retry that finds more is never taken for a duplicate.
         completedHash = createHash('sha256').update(JSON.stringify(completed)).digest('hex').slice(0, 16);
-        placed.push(...completed);
+        for (const f of completed) {
+          facts.add(facts.encode(f));
+          hours.set(`${f.program_id} ${f.hour}`, { program_id: f.program_id, hour: f.hour });
+        }
       }
     }
     // One insert (one part) for all of them: each insert costs a part's files whatever its size.
-    if (placed.length) await deps.warehouse.insert(FACTS, placed, { dedupToken: token(FACTS, completedHash) });
-    await recomputeHours(
-      deps.warehouse,
-      placed.map((f) => ({ program_id: f.program_id, hour: f.hour! })),
-    );
+    if (facts.count) await deps.warehouse.insert(FACTS, facts.finish(), { dedupToken: token(FACTS, completedHash) });
+    await recomputeHours(deps.warehouse, [...hours.values()]);
   }
 
   /**
    * Loads several batches as one: every table gets one insert for all of them, and the rollup one
    * recompute, which is what a busy loader saves on (each statement has a fixed cost). The results
    * are per batch, in order; a warehouse failure is a retry of every batch.
+   *
+   * Only for speed (docs/architecture.md): rows are encoded for the warehouse as each event is
+   * mapped, not kept as objects until the inserts (TabSeparatedWriter); and the batches are mapped
+   * topic by topic, the largest first, each topic's event tables handed to the warehouse as soon as
+   * it is mapped, so that chDB writes them on its threads while this one maps the next topic. The
+   * current-state tables, the facts and the rollup follow once every event table is acknowledged.
    */
   async function loadMany(batches: readonly LoaderBatch[]): Promise<LoadResult[]> {
     const outcomes = batches.map(() => ({ messages: [] as MessageResult[], deadLetters: [] as DeadLetter[] }));
-    const byTable = new Map<string, Row[]>();
     const hash = createHash('sha256');
-    batches.forEach((batch, b) => {
-      const { messages, deadLetters } = outcomes[b]!;
-      for (const message of batch.messages) {
-        hash.update(message.offset).update('\0').update(message.value);
-        let event: DecodedEvent;
-        try {
-          event = deps.decode(message.value);
-        } catch (error) {
-          const reason = `undecodable: ${reasonOf(error)}`;
-          messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
-          deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.decode', reason, message });
-          continue;
-        }
-        let rows: Mapped;
-        try {
-          rows = eventRows(event);
-        } catch (error) {
-          const reason = `unmappable ${event.eventType} event: ${reasonOf(error)}`;
-          messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
-          deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.map', reason, message });
-          continue;
-        }
-        for (const [table, row] of rows) {
-          const list = byTable.get(table) ?? [];
-          list.push(row);
-          byTable.set(table, list);
-        }
-        messages.push({ offset: message.offset, outcome: 'ok', eventType: event.eventType, eventId: String(event.value.event_id) });
-      }
-    });
+    // The offset and its NUL in one update: the same bytes hashed as in three, one call fewer per message.
+    for (const batch of batches) for (const message of batch.messages) hash.update(`${message.offset}\0`).update(message.value);
     const token = tokenOf(batches, hash.digest('hex').slice(0, 32));
-    try {
-      for (const table of WAREHOUSE_TABLES) {
-        const rows = byTable.get(table);
-        if (rows && table !== FACTS) await deps.warehouse.insert(table, rows, { dedupToken: token(table) });
+    const writers = new Map<string, TabSeparatedWriter>();
+    const writerOf = (table: string) => {
+      let writer = writers.get(table);
+      if (!writer) writers.set(table, (writer = new TabSeparatedWriter()));
+      return writer;
+    };
+    /** The hours the facts touch, and the refunds' facts, completed at the end (loadFacts). */
+    const hours = new Map<string, RollupKey>();
+    const refunds: Fact[] = [];
+    /** Decodes and maps one message into the writers; one that does not fit is a dead letter with its reason. */
+    const mapMessage = (batch: LoaderBatch, message: BatchMessage, { messages, deadLetters }: (typeof outcomes)[number]) => {
+      let event: DecodedEvent;
+      try {
+        event = deps.decode(message.value);
+      } catch (error) {
+        const reason = `undecodable: ${reasonOf(error)}`;
+        messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
+        deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.decode', reason, message });
+        return;
       }
-      await loadFacts(token, (byTable.get(FACTS) ?? []) as Fact[]);
+      let rows: Mapped;
+      try {
+        rows = eventRows(event);
+      } catch (error) {
+        const reason = `unmappable ${event.eventType} event: ${reasonOf(error)}`;
+        messages.push({ offset: message.offset, outcome: 'dead-letter', reason });
+        deadLetters.push({ topic: batch.topic, partition: batch.partition, offset: message.offset, stage: 'loader.map', reason, message });
+        return;
+      }
+      for (const [table, row] of rows) {
+        const f = table === FACTS ? (row as Fact) : undefined;
+        if (f?.hour === null) {
+          refunds.push(f);
+          continue;
+        }
+        if (f) hours.set(`${f.program_id} ${f.hour}`, { program_id: f.program_id, hour: f.hour! });
+        const writer = writerOf(table);
+        writer.add(writer.encode(row));
+      }
+      messages.push({ offset: message.offset, outcome: 'ok', eventType: event.eventType, eventId: String(event.value.event_id) });
+    };
+    const eventInserts: Promise<void>[] = [];
+    const parts = new Map<string, number>();
+    /** Hands the event tables' rows mapped so far to the warehouse, without waiting. */
+    const insertEvents = () => {
+      for (const table of EVENT_TABLES) {
+        const writer = writers.get(table);
+        if (!writer?.count) continue;
+        writers.delete(table);
+        const part = (parts.get(table) ?? 0) + 1;
+        parts.set(table, part);
+        // Events of one table come on one topic; should they come on two, the second part has its own token.
+        const inserted = deps.warehouse.insert(table, writer.finish(), { dedupToken: token(table, part === 1 ? '' : `part${part}`) });
+        inserted.catch(() => undefined);
+        eventInserts.push(inserted);
+      }
+    };
+    try {
+      for (const topic of byTopic(batches)) {
+        for (const b of topic) {
+          const batch = batches[b]!;
+          let sinceYield = 0;
+          for (const message of batch.messages) {
+            // While chDB writes, let its completions start the next insert now and then.
+            if (eventInserts.length && (sinceYield += 1) === YIELD_EVERY) {
+              sinceYield = 0;
+              await new Promise<void>((resolve) => setImmediate(resolve));
+            }
+            mapMessage(batch, message, outcomes[b]!);
+          }
+        }
+        insertEvents();
+      }
+      // Every event table acknowledged before any current state: a reader never sees state without its event.
+      const failed = (await Promise.allSettled(eventInserts)).find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      for (const table of STATE_TABLES) {
+        const writer = writers.get(table);
+        if (writer) await deps.warehouse.insert(table, writer.finish(), { dedupToken: token(table) });
+      }
+      await loadFacts(token, writerOf(FACTS), hours, refunds);
     } catch (error) {
-      return batches.map((batch) => ({ kind: 'retry', error, messages: batch.messages.map((m) => ({ offset: m.offset, outcome: 'retry' as const })) }));
+      // Also a value the warehouse cannot store (encode throws): this build's bug, not the
+      // message's, so the load is retried, as when the insert refused it, and nothing dead-lettered.
+      await Promise.allSettled(eventInserts);
+      return retryAll(batches, error);
     }
     return batches.map((batch, b) => ({
       kind: 'ok',

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../core/db.js';
 import { CLICKHOUSE_MIGRATIONS_DIR, migrateWarehouse, statements } from '../core/warehouse-migrate.js';
-import { openWarehouse, type Warehouse } from '../core/warehouse.js';
+import { openWarehouse, tabSeparated, TabSeparatedWriter, type Warehouse } from '../core/warehouse.js';
 import type { LogMessage } from '../pipeline/event-log.js';
 import { createInProcessLog, type InProcessLog } from '../pipeline/in-process-log.js';
 import { createLogLoader } from '../pipeline/log-loader.js';
@@ -427,6 +427,40 @@ describe('ClickHouse warehouse on chDB', () => {
     expect(await warehouseNumbers(warehouse)).toEqual(await postgresNumbers(t));
   });
 
+  it('a load inserts every event table before any current state, even when an event insert fails; the retry loads the rest', async () => {
+    const inserted: string[] = [];
+    let failing: string | undefined = 'commission_created';
+    const recording: Warehouse = {
+      ...warehouse,
+      kind: warehouse.kind,
+      query: (q, p) => warehouse.query(q, p),
+      command: (q, p) => warehouse.command(q, p),
+      close: () => warehouse.close(),
+      insert: (table, rows, options) => {
+        inserted.push(table);
+        return table === failing ? Promise.reject(new Error(`${table} down`)) : warehouse.insert(table, rows, options);
+      },
+    };
+    // Every topic's messages, each a batch: the event tables of several topics in one load.
+    const batches: LoaderBatch[] = log
+      .topics()
+      .filter((x) => x !== DEAD)
+      .map((topic) => ({ topic, partition: 0, messages: log.read(topic).map((m, i) => ({ offset: String(i), value: m.value })) }))
+      .filter((b) => b.messages.length > 0);
+    const loader = createLoader({ warehouse: recording, decode: codec.decode });
+    const first = await loader.loadMany(batches);
+    expect(first.every((r) => r.kind === 'retry')).toBe(true);
+    expect(inserted).toContain('commission_created');
+    expect(inserted.filter((table) => table.endsWith('_current') || table.startsWith('performance_'))).toEqual([]);
+    failing = undefined;
+    inserted.length = 0;
+    expect((await loader.loadMany(batches)).map((r) => r.kind)).toEqual(batches.map(() => 'ok'));
+    const firstState = inserted.findIndex((table) => table.endsWith('_current'));
+    expect(firstState).toBeGreaterThan(0);
+    expect(inserted.slice(firstState).filter((table) => !table.endsWith('_current') && !table.startsWith('performance_'))).toEqual([]);
+    expect(await warehouseNumbers(warehouse)).toEqual(await postgresNumbers(t));
+  });
+
   it('batches submitted together are loaded as one, each with its own result; the numbers stay those of Postgres', async () => {
     const loader = createLoader({ warehouse, decode: codec.decode });
     const calls: number[] = [];
@@ -486,5 +520,30 @@ describe('ClickHouse warehouse on chDB', () => {
     await expect(warehouse.insert('customer_changed', [{ ...rows[0], status: { not: 'a string' } }], { dedupToken: 't.escaping.object' })).rejects.toThrow(/status/);
     await expect(warehouse.insert('customer_changed', [{ ...rows[0], customer_id: Number.NaN }], { dedupToken: 't.escaping.nan' })).rejects.toThrow(/customer_id/);
     expect(await warehouse.query(sql('t.escaping_count', `SELECT count() AS n FROM customer_changed WHERE program_id = 990001`))).toEqual([{ n: tricky.length }]);
+  });
+
+  it('rows written one by one (the loader) give the bytes of the whole list, across chunks and growth, and insert as rows do', async () => {
+    const texts = ['plain', 'a\tb', 'line\nbreak\r', 'back\\slash', '\\N', 'Zürich, 東京 🚀', ''];
+    const rows = Array.from({ length: 5_000 }, (_, i) => ({
+      event_id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      program_id: 990_002,
+      occurred_at: '2031-01-02 03:04:05.123456',
+      test: i % 3 === 0,
+      // Every other row lists its keys in another order: columns are named, not positional.
+      ...(i % 2 ? { click_id: texts[i % texts.length]!, partner_id: null } : { partner_id: i, click_id: texts[i % texts.length]! }),
+      referral_link_id: i,
+      created_at: '2031-01-02 03:04:05.000001',
+    }));
+    const writer = new TabSeparatedWriter();
+    for (const row of rows) writer.add(writer.encode(row));
+    const encoded = writer.finish();
+    expect(encoded.count).toBe(rows.length);
+    expect(encoded.columns).toEqual(Object.keys(rows[0]!));
+    expect(encoded.body.equals(tabSeparated(rows, Object.keys(rows[0]!)))).toBe(true);
+    await warehouse.insert('click_recorded', encoded, { dedupToken: 't.writer' });
+    expect(await warehouse.query(sql('t.writer_count', `SELECT count() AS n, countIf(click_id = 'Zürich, 東京 🚀') AS z FROM click_recorded WHERE program_id = 990002`))).toEqual([
+      { n: rows.length, z: rows.filter((r) => r.click_id === texts[5]).length },
+    ]);
+    expect(() => writer.encode({ ...rows[0], referral_link_id: Number.POSITIVE_INFINITY })).toThrow(/referral_link_id/);
   });
 });
