@@ -12,10 +12,9 @@ export interface ProgramKey {
 const q = {
   byHash: sql(
     'api_keys.by_hash',
-    `SELECT k.program_id AS "programId", p.workspace_id AS "workspaceId",
-            k.rotation_marked_at AS "rotationMarkedAt", k.rotation_deadline AS "rotationDeadline"
-       FROM program_api_keys k JOIN programs p ON p.id = k.program_id
-      WHERE k.key_hash = $1`,
+    `SELECT program_id AS "programId", workspace_id AS "workspaceId",
+            rotation_marked_at AS "rotationMarkedAt", rotation_deadline AS "rotationDeadline"
+       FROM program_keys(ARRAY[$1::text])`,
   ),
   byHashes: sql(
     'api_keys.by_hashes',

@@ -1,10 +1,9 @@
--- record_sale (0012) with fewer statements per call, the same rules and answers: the duplicate
--- check inline instead of a call of refuse_duplicate_sale; a payment whose click already made its
--- customer finds that customer without locking the click; the program's terms and the
--- partner-program record in one read; the click's time read only when the attribution window is
--- checked. Each statement a plpgsql function runs starts and ends an executor, about a tenth of
--- PostgreSQL's CPU per sale (perf, docs/performance.md). Test sales, customers found by key,
--- commissions and the outbox events are as before.
+-- record_sale (0012) with fewer statements per call, the same rules and answers: a payment whose
+-- click already made its customer finds that customer without locking the click; the program's
+-- terms and the partner-program record in one read; the click's time read only when the
+-- attribution window is checked. Each statement a plpgsql function runs starts and ends an
+-- executor, about a tenth of PostgreSQL's CPU per sale (perf, docs/performance.md). Test sales,
+-- customers found by key, commissions and the outbox events are as before.
 
 CREATE OR REPLACE FUNCTION record_sale(item jsonb, p_fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -25,19 +24,8 @@ DECLARE
   cm commissions;
   fee platform_fees;
   refusal text;
-  existing record;
 BEGIN
-  -- refuse_duplicate_sale's check, inline: one statement instead of a call that runs one.
-  IF p_test THEN
-    SELECT id, program_id INTO existing FROM sale_events
-     WHERE program_id = p_program_id AND transaction_id = p_transaction_id AND test;
-  ELSE
-    SELECT id, program_id INTO existing FROM sale_events WHERE transaction_id = p_transaction_id AND NOT test;
-  END IF;
-  IF FOUND THEN
-    RAISE EXCEPTION 'refused' USING DETAIL = 'duplicate_transaction',
-      HINT = CASE WHEN existing.program_id = p_program_id THEN existing.id::text ELSE '' END;
-  END IF;
+  PERFORM refuse_duplicate_sale(p_program_id, p_transaction_id, p_test);
 
   IF NOT p_test THEN
     -- The customer the sale is for, in the key's program, locked; created from a click with no lead yet.
