@@ -3,6 +3,11 @@
  * sales, leads and refunds beside their targets and a bare-route baseline, and fails (exit 1) only
  * when an acknowledged write is missing from the database.
  *
+ * Each phase's measured run is closed-loop: as many requests a second as the service answers, so
+ * its latency is that of a saturated service (about connections / rate, plus its tail). Sales, leads
+ * and refunds then run once more at the target rate on a fixed schedule (open loop), and their p99
+ * target is read there, from each request's scheduled time: the latency a client sees at that load.
+ *
  * Against a real PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * it creates a throw-away database ats_bench_<hex>, migrates and seeds it with the domain
  * functions, starts the real service (main.ts, ingest role) and a bare Fastify baseline as child
@@ -33,7 +38,7 @@ import { migrate } from '../core/migrate.js';
 import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { freePort, running, startChild, stopChild, waitForHttp, type Child } from './processes.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, processCpuMicros, seedProgram, withTimeout } from './setup.js';
-import { findWrk, killWrkRuns, luaString, runWrk, wrkVersion, type RequestSpec, type WrkResult, type WrkThread } from './wrk.js';
+import { findWrk, killWrkRuns, luaString, runWrk, wrkVersion, type PacedLatency, type RequestSpec, type WrkResult, type WrkThread } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
@@ -45,6 +50,8 @@ const SALE_LIMIT_PER_KEY_PER_MIN = 120;
  * one minute window, so each gets under half of it.
  */
 const SALES_PER_KEY = 55;
+/** Programs (each with its key) the sales and refunds rotate over; seeding them takes about 7 s a thousand. */
+const MAX_PROGRAMS = 2_000;
 
 /** Issue 2's click targets. */
 const TARGET_CLICKS_PER_S = 5_000;
@@ -180,9 +187,11 @@ interface PhaseSummary {
   /** Ids read from the 2xx bodies (click_id, transaction_id) when the phase collects them. */
   ids: string[];
   threads: WrkThread[];
+  /** An open-loop run's latency from the schedule (ms), and the rate it was paced at. */
+  paced?: PacedLatency & { rate: number };
 }
 
-function summarize(name: string, run: WrkResult): PhaseSummary {
+function summarize(name: string, run: WrkResult, rate?: number): PhaseSummary {
   const ok = run.threads.reduce((n, t) => n + t.ok, 0);
   const seconds = run.durationUs / 1e6;
   return {
@@ -200,13 +209,29 @@ function summarize(name: string, run: WrkResult): PhaseSummary {
     duration: seconds,
     ids: run.ids,
     threads: run.threads,
+    ...(run.paced && rate
+      ? {
+          paced: {
+            rate,
+            count: run.paced.count,
+            p50: run.paced.p50 / 1000,
+            p99: run.paced.p99 / 1000,
+            max: run.paced.max / 1000,
+            lagP99: run.paced.lagP99 / 1000,
+            lagMax: run.paced.lagMax / 1000,
+          },
+        }
+      : {}),
   };
 }
 
 let runNumber = 0;
 
-/** One wrk run with the benchmark's settings (wrk stops on its own timer after `duration` seconds). */
-async function drive(name: string, baseUrl: string, spec: RequestSpec, duration: number): Promise<PhaseSummary> {
+/**
+ * One wrk run with the benchmark's settings (wrk stops on its own timer after `duration` seconds);
+ * with a rate, open-loop on a fixed schedule.
+ */
+async function drive(name: string, baseUrl: string, spec: RequestSpec, duration: number, rate?: number): Promise<PhaseSummary> {
   const ipBase = ipCounter;
   const run = await runWrk({
     wrk: WRK,
@@ -219,11 +244,12 @@ async function drive(name: string, baseUrl: string, spec: RequestSpec, duration:
     dir: state.tmpDir!,
     name: `${++runNumber}-${name.replace(/[^a-z0-9]+/gi, '-')}`,
     spec,
+    ...(rate ? { rate } : {}),
   });
   ipCounter = ipBase + settings.threads * Math.max(0, ...run.threads.map((t) => t.sent));
   const seen = Object.values(run.statuses).reduce((a, b) => a + b, 0);
   if (seen !== run.requests) log(`  ${name}: wrk counted ${run.requests} responses, its response() callback ${seen}`);
-  return summarize(name, run);
+  return summarize(name, run, rate);
 }
 
 /** One JSON body for every request, as the click and the baseline send. */
@@ -271,7 +297,7 @@ async function walSnapshot(db: Database | undefined): Promise<WalStats | undefin
   return db.one<WalStats>(walStats).catch(() => undefined);
 }
 
-type Stage = 'warmup' | 'measure';
+type Stage = 'warmup' | 'measure' | 'paced';
 
 interface PhaseOptions {
   /** For the WAL counters. */
@@ -279,6 +305,12 @@ interface PhaseOptions {
   /** The process answering, whose CPU time is read around the measured run. */
   pid?: number;
   afterRun?: (stage: Stage, run: PhaseSummary) => void;
+  /**
+   * Then one more run at this rate, open-loop, for the latency at that load: the measured run is
+   * closed-loop (every connection sends again as soon as it is answered), so its latency is that of
+   * a saturated service and grows with the number of connections, whatever the service does.
+   */
+  pacedRate?: number;
 }
 
 /**
@@ -286,7 +318,7 @@ interface PhaseOptions {
  * just before it starts; `afterRun` sees each run's result. `cpuPerOk` is the answering process's
  * CPU time (user + system) per 2xx in µs: unlike req/s it hardly moves when others load the machine.
  */
-async function phase(name: string, url: string, requests: (stage: Stage) => RequestSpec, { db, pid, afterRun }: PhaseOptions = {}) {
+async function phase(name: string, url: string, requests: (stage: Stage) => RequestSpec, { db, pid, afterRun, pacedRate }: PhaseOptions = {}) {
   let warm: PhaseSummary | undefined;
   if (settings.warmup > 0) {
     log(`  ${name}: warm-up ${settings.warmup} s`);
@@ -315,7 +347,16 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
   const pgCpuPerOk = pgUsed !== undefined && measured.ok > 0 ? pgUsed / measured.ok : undefined;
   log(`  ${name}: ${measured.rps.toFixed(0)} req/s, p50 ${fmt(measured.p50, 1)} ms, p99 ${fmt(measured.p99, 1)} ms, 2xx ${measured.ok}, non-2xx ${measured.non2xx}` +
     `${cpuPerOk === undefined ? '' : `, ${fmt(cpuPerOk, 1)} µs CPU per 2xx`}${pgCpuPerOk === undefined ? '' : ` (PostgreSQL backends ${fmt(pgCpuPerOk, 1)} µs)`}`);
-  return { warm, measured, wal, cpuPerOk, pgCpuPerOk };
+  let paced: PhaseSummary | undefined;
+  if (pacedRate) {
+    log(`  ${name}: ${settings.duration} s at ${fmt(pacedRate)}/s, open loop (machine load average ${loadText()})`);
+    paced = await drive(`${name} at ${fmt(pacedRate)}/s`, url, requests('paced'), settings.duration, pacedRate);
+    afterRun?.('paced', paced);
+    const p = paced.paced;
+    log(`  ${name}: ${paced.ok} 2xx of ${fmt(pacedRate * settings.duration)} scheduled` +
+      `${p ? `; from the schedule p50 ${fmt(p.p50, 1)} ms, p99 ${fmt(p.p99, 1)} ms; sends behind the schedule p99 ${fmt(p.lagP99, 1)} ms` : ''}`);
+  }
+  return { warm, measured, paced, wal, cpuPerOk, pgCpuPerOk };
 }
 
 /** Runs tasks with at most `concurrency` in flight. */
@@ -363,7 +404,7 @@ interface KeyedLoad {
  * item floor(s / keys). `perKey` counts the requests the script built per key (an upper bound of
  * those sent), for the rate-limit report.
  */
-async function keyedPhase(name: string, url: string, pid: number | undefined, load: KeyedLoad, perKey: number[], db: Database) {
+async function keyedPhase(name: string, url: string, pid: number | undefined, load: KeyedLoad, perKey: number[], db: Database, pacedRate?: number) {
   const tables = [
     `local AUTH = {\n${load.keys.map((k) => `  ${luaString(`Authorization: Bearer ${k}\r\n`)},`).join('\n')}\n}`,
     `local POOL = {\n${load.pools.map((items) => `  {${items.map((item) => luaString(item)).join(', ')}},`).join('\n')}\n}`,
@@ -392,7 +433,7 @@ async function keyedPhase(name: string, url: string, pid: number | undefined, lo
     }
     counter = base + settings.threads * Math.max(0, ...run.threads.map((t) => t.sent));
   };
-  const result = await phase(name, url, requests, { db, pid, afterRun: count });
+  const result = await phase(name, url, requests, { db, pid, afterRun: count, ...(pacedRate ? { pacedRate } : {}) });
   const smallestPool = Math.min(...load.pools.map((items) => items.length));
   const exhausted = !load.wrap && Math.ceil(counter / load.keys.length) > smallestPool;
   return { ...result, exhausted };
@@ -497,6 +538,26 @@ function table(rows: PhaseSummary[]) {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** Every run of a phase: its warm-up, the measured run and the one at the target rate. */
+function runsOf(p: { warm?: PhaseSummary | undefined; measured: PhaseSummary; paced?: PhaseSummary | undefined }): PhaseSummary[] {
+  return [p.warm, p.measured, p.paced].filter((run): run is PhaseSummary => run !== undefined);
+}
+
+const okOf = (p: Parameters<typeof runsOf>[0]) => runsOf(p).reduce((n, run) => n + run.ok, 0);
+
+/** Requests a write phase's run at the target rate schedules, with a margin. */
+const pacedRequests = () => TARGET_WRITE_PER_S * (settings.duration + 1) * 1.1;
+
+/**
+ * The p99 at the target rate, when the run kept its schedule: at least 98 % of the scheduled requests
+ * answered 2xx (one that falls behind is not at that rate, and its requests wait to be sent).
+ */
+function pacedP99(run: PhaseSummary | undefined): number | undefined {
+  const l = run?.paced;
+  if (!run || !l || run.non2xx > 0 || l.count < 0.98 * l.rate * run.duration) return undefined;
+  return l.p99;
+}
 
 async function main(): Promise<number> {
   const started = Date.now();
@@ -626,8 +687,8 @@ async function main(): Promise<number> {
   // 5c. Sales. The limit is 120 sales per key per minute, so the load rotates over enough programs
   // (each with its key, partner and clicks) to stay under it. A sale is far more work than a click
   // (a transaction of about ten statements against one), so the measured click rate bounds it.
-  const plannedSales = Math.max(clickPhase.measured.rps, 100) * (settings.warmup + settings.duration + 1) * 1.25;
-  const programCount = Math.min(1_000, Math.max(4, Math.ceil(plannedSales / SALES_PER_KEY)));
+  const plannedSales = Math.max(clickPhase.measured.rps, 100) * (settings.warmup + settings.duration + 1) * 1.25 + pacedRequests();
+  const programCount = Math.min(MAX_PROGRAMS, Math.max(4, Math.ceil(plannedSales / SALES_PER_KEY)));
   const clicksPerProgram = Math.max(5, Math.ceil(settings.clickPool / programCount));
   log(`  sale: preparing ${programCount} programs with keys and ${clicksPerProgram} clicks each (limit ${SALE_LIMIT_PER_KEY_PER_MIN} sales/min per key)`);
   const prepStarted = Date.now();
@@ -650,11 +711,11 @@ async function main(): Promise<number> {
     wrap: true,
     body: `'{"transaction_id":"bench-sale-' .. STAGE .. '-t' .. tid .. '-' .. n .. '","amount_cents":1999,"click_id":' .. item .. ',"currency":"USD"}'`,
     answer: '"transaction_id":"([^"]+)"',
-  }, perKey, db);
-  const ackedTransactionIds = [...(salePhase.warm?.ids ?? []), ...salePhase.measured.ids];
-  const unreadableSaleBodies = (salePhase.warm?.unreadable ?? 0) + salePhase.measured.unreadable;
+  }, perKey, db, TARGET_WRITE_PER_S);
+  const ackedTransactionIds = runsOf(salePhase).flatMap((run) => run.ids);
+  const unreadableSaleBodies = runsOf(salePhase).reduce((n, run) => n + run.unreadable, 0);
 
-  const acknowledgedSales = (salePhase.warm?.ok ?? 0) + salePhase.measured.ok;
+  const acknowledgedSales = okOf(salePhase);
   const saleRows = await settledCount(db, count.sales);
   const ackedSalesFound = await countOf(db, count.salesAmong, [ackedTransactionIds]);
   const saleEventRows = await countOf(db, count.saleEvents);
@@ -668,7 +729,8 @@ async function main(): Promise<number> {
   // 5d. Leads: one per click, each with its own customer key, on clicks copied in SQL from one real
   // click of each program. The lead and refund pools must outlast their runs: they may be faster than sales.
   const poolPerProgram = Math.ceil(
-    (settings.writePool || Math.min(200_000, Math.max(2_000, salePhase.measured.rps * (settings.warmup + settings.duration + 1) * 4))) / programCount,
+    (settings.writePool ||
+      Math.min(300_000, Math.max(2_000, salePhase.measured.rps * (settings.warmup + settings.duration + 1) * 4) + pacedRequests())) / programCount,
   );
   const leadPools = await inParallel(programCount, 4, async (i) =>
     (await db.many<{ click_id: string }>(benchSql.copyClicks, [targets[i]!.clickIds[0], poolPerProgram])).map((r) => JSON.stringify(r.click_id)),
@@ -681,9 +743,9 @@ async function main(): Promise<number> {
     wrap: false,
     body: `'{"click_id":' .. item .. ',"customer_key":"bench-lead-' .. STAGE .. '-t' .. tid .. '-' .. n .. '"}'`,
     answer: '"click_id":"([^"]+)"',
-  }, new Array<number>(programCount).fill(0), db);
-  const ackedLeadClicks = [...(leadPhase.warm?.ids ?? []), ...leadPhase.measured.ids];
-  const acknowledgedLeads = (leadPhase.warm?.ok ?? 0) + leadPhase.measured.ok;
+  }, new Array<number>(programCount).fill(0), db, TARGET_WRITE_PER_S);
+  const ackedLeadClicks = runsOf(leadPhase).flatMap((run) => run.ids);
+  const acknowledgedLeads = okOf(leadPhase);
   await settledCount(db, count.leadEvents);
   const ackedLeadsFound = await countOf(db, count.leadsAmong, [ackedLeadClicks]);
   const leadsDurable = ackedLeadClicks.length === acknowledgedLeads && ackedLeadsFound === acknowledgedLeads;
@@ -700,9 +762,9 @@ async function main(): Promise<number> {
     wrap: false,
     body: `'{"transaction_id":' .. item .. '}'`,
     answer: '"transaction_id":"([^"]+)"',
-  }, perKey, db);
-  const ackedRefunds = [...(refundPhase.warm?.ids ?? []), ...refundPhase.measured.ids];
-  const acknowledgedRefunds = (refundPhase.warm?.ok ?? 0) + refundPhase.measured.ok;
+  }, perKey, db, TARGET_WRITE_PER_S);
+  const ackedRefunds = runsOf(refundPhase).flatMap((run) => run.ids);
+  const acknowledgedRefunds = okOf(refundPhase);
   const ackedRefundsFound = await countOf(db, count.refundsAmong, [ackedRefunds]);
   // A pool that ran out repeats refunds (answered 200 again), so compare distinct ids.
   const refundsDurable = ackedRefunds.length === acknowledgedRefunds && ackedRefundsFound === new Set(ackedRefunds).size;
@@ -717,7 +779,15 @@ async function main(): Promise<number> {
     log('\nwarm-up runs');
     table(warmRows);
   }
-  for (const p of [...phases.map((x) => x.measured), ...warmRows]) {
+  const pacedRows = writes.map((p) => p.paced).filter((w): w is PhaseSummary => w !== undefined);
+  log(`\nat the target rate: ${fmt(TARGET_WRITE_PER_S)}/s on a fixed schedule for ${settings.duration} s (open loop), latency from each request's slot`);
+  log('  phase            2xx   of scheduled  p50 ms  p99 ms  max ms  sends late p99 ms');
+  for (const p of pacedRows) {
+    const l = p.paced!;
+    log(`  ${p.name.padEnd(14)}  ${fmt(p.ok).padStart(6)}  ${fmt(l.rate * p.duration).padStart(12)}  ${fmt(l.p50, 1).padStart(6)}  ${fmt(l.p99, 1).padStart(6)}` +
+      `  ${fmt(l.max, 1).padStart(6)}  ${fmt(l.lagP99, 1).padStart(17)}`);
+  }
+  for (const p of [...phases.map((x) => x.measured), ...warmRows, ...pacedRows]) {
     if (p.non2xx > 0) log(`  ${p.name} status codes: ${JSON.stringify(p.statusCodes)}`);
   }
 
@@ -739,8 +809,10 @@ async function main(): Promise<number> {
   log(`  clicks >= ${TARGET_CLICKS_X_BASELINE} x baseline: ${xBase(clickPhase.measured.rps)}  ${verdict(clickPhase.measured.rps >= TARGET_CLICKS_X_BASELINE * baseRps)}`);
   for (const p of writes) {
     const name = `${p.measured.name}s`.padEnd(7);
+    const atRate = pacedP99(p.paced);
     log(`  ${name} >= ${fmt(TARGET_WRITE_PER_S)}/s: ${fmt(p.measured.rps)}/s (${xBase(p.measured.rps)})  ${verdict(p.measured.rps >= TARGET_WRITE_PER_S)}; ` +
-      `p99 <= ${TARGET_WRITE_P99_MS} ms: ${fmt(p.measured.p99, 1)} ms  ${verdict(p.measured.p99 <= TARGET_WRITE_P99_MS)}; ` +
+      `p99 at ${fmt(TARGET_WRITE_PER_S)}/s <= ${TARGET_WRITE_P99_MS} ms: ${atRate === undefined ? 'schedule not kept' : `${fmt(atRate, 1)} ms`}  ` +
+      `${verdict(atRate !== undefined && atRate <= TARGET_WRITE_P99_MS)} (saturated, ${settings.connections} connections: ${fmt(p.measured.p99, 1)} ms); ` +
       `CPU <= ${TARGET_WRITE_CPU_US} µs: ${p.cpuPerOk === undefined ? 'n/a' : `${fmt(p.cpuPerOk, 1)} µs`}  ${verdict(p.cpuPerOk !== undefined && p.cpuPerOk <= TARGET_WRITE_CPU_US)}`);
   }
   for (const p of [leadPhase, refundPhase]) {
@@ -758,7 +830,7 @@ async function main(): Promise<number> {
       `${(p.wal.records / per).toFixed(1)} records and ${fmt(p.wal.bytes / per)} bytes per 2xx`);
   }
 
-  const tooMany = phases.flatMap((p) => [p.measured, ...(p.warm ? [p.warm] : [])]).reduce((n, p) => n + p.tooMany, 0);
+  const tooMany = phases.flatMap((p) => runsOf(p)).reduce((n, p) => n + p.tooMany, 0);
   log('\nrate limits');
   log(`  429 responses in all runs: ${tooMany}${tooMany === 0 ? '' : '  <- the load hit the service limits: the figures above are not valid'}`);
   log(`  sale and refund requests per key: max ${Math.max(...perKey)} over ${programCount} keys (limit ${SALE_LIMIT_PER_KEY_PER_MIN}/min per key); ` +
@@ -771,7 +843,7 @@ async function main(): Promise<number> {
   log(`  acknowledged click ids found (read from every 2xx body): ${ackedIdsFound} of ${distinctAckedIds} in clicks, ${ackedEventsFound} in the outbox` +
     `${unreadableClickBodies ? `; 2xx bodies without a click_id: ${unreadableClickBodies}` : ''}`);
   log(`  every acknowledged click committed: ${clicksDurable ? 'yes' : 'no'}`);
-  log(`  acknowledged sales (warm-up ${salePhase.warm?.ok ?? 0} + measured ${salePhase.measured.ok}): ${acknowledgedSales}; bench sale rows: ${saleRows}; ` +
+  log(`  acknowledged sales (warm-up ${salePhase.warm?.ok ?? 0} + measured ${salePhase.measured.ok} + at the target rate ${salePhase.paced?.ok ?? 0}): ${acknowledgedSales}; bench sale rows: ${saleRows}; ` +
     `acknowledged transaction ids found: ${ackedSalesFound} of ${ackedTransactionIds.length}; outbox sale.recorded rows: ${saleEventRows}; commissions: ${commissionRows}` +
     `${unreadableSaleBodies ? `; 2xx bodies without a transaction_id: ${unreadableSaleBodies}` : ''}`);
   log(`  every acknowledged sale committed: ${salesDurable ? 'yes' : 'no'}`);

@@ -11,6 +11,12 @@
  *   - response() counts the status codes and, for each 2xx, keeps the id read from its body;
  *   - done() reads the per-thread counters back (thread:get), writes the acknowledged ids to a
  *     file and prints one JSON line with totals and latency percentiles.
+ *
+ * With a `rate`, the run is open-loop: delay() gives each request a slot on a fixed schedule
+ * (rate / threads per thread), and the latency that counts is measured from that slot, not from
+ * the send, so a server that falls behind is charged for the time requests waited to be sent
+ * (coordinated omission; wrk's own figures would hide it). That needs the request's id in its
+ * body: the answer pattern is matched against the body to find it again in the response.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
@@ -67,6 +73,20 @@ export interface RequestSpec {
   collectIds: boolean;
 }
 
+/**
+ * An open-loop run's latency, from each request's scheduled slot to its 2xx (µs), and how far the
+ * sends fell behind the schedule (lag: from the slot to the send).
+ */
+export interface PacedLatency {
+  /** 2xx answers matched to their slot. */
+  count: number;
+  p50: number;
+  p99: number;
+  max: number;
+  lagP99: number;
+  lagMax: number;
+}
+
 export interface WrkThread {
   tid: number;
   /** request() calls. wrk calls request() once more in thread 0 to check the script (never sent). */
@@ -88,6 +108,8 @@ export interface WrkResult {
   threads: WrkThread[];
   /** The ids captured from 2xx bodies when collectIds, in no particular order. */
   ids: string[];
+  /** With a rate: latency from the schedule. */
+  paced?: PacedLatency;
   /** wrk's own text summary, for diagnostics. */
   text: string;
 }
@@ -109,6 +131,8 @@ export interface WrkOptions {
   /** File-name stem, unique per run. */
   name: string;
   spec: RequestSpec;
+  /** Requests per second over all threads, on a fixed schedule (open loop); unset: as fast as answered. */
+  rate?: number;
 }
 
 const RESULT_MARK = 'BENCH_WRK_RESULT ';
@@ -126,6 +150,7 @@ local ANSWER = ${luaString(spec.answer)}
 local COLLECT = ${spec.collectIds ? 'true' : 'false'}
 local IDS_PATH = ${luaString(idsPath)}
 local floor = math.floor
+local RATE = ${options.rate ?? 0}
 
 ${spec.prelude}
 
@@ -143,6 +168,7 @@ unreadable = 0
 statuses = {}
 ids = {}
 
+${options.rate ? PACING_LUA : ''}
 local function client_ip(k)
   return (10 + floor(k / 16777216)) .. "." .. (floor(k / 65536) % 256) .. "." .. (floor(k / 256) % 256) .. "." .. (k % 256)
 end
@@ -153,6 +179,7 @@ function request()
   local i = n * THREADS + tid
   local body, extra
 ${spec.build}
+${options.rate ? '  scheduled(body)' : ''}
   return HEAD .. "X-Forwarded-For: " .. client_ip(IP_BASE + i + 1) .. "\r\n" .. extra ..
     "Content-Length: " .. #body .. "\r\n\r\n" .. body
 end
@@ -164,8 +191,9 @@ function response(status, headers, body)
     local id = string.match(body, ANSWER)
     if id == nil then
       unreadable = unreadable + 1
-    elseif COLLECT then
-      ids[#ids + 1] = id
+    else
+${options.rate ? '      answered(id)' : ''}
+      if COLLECT then ids[#ids + 1] = id end
     end
   end
 end
@@ -178,6 +206,7 @@ function done(summary, latency, requests)
     per_thread[#per_thread + 1] = string.format('{"tid":%d,"sent":%d,"ok":%d,"unreadable":%d}',
       t:get("tid"), t:get("sent"), t:get("ok"), t:get("unreadable"))
     for code, count in pairs(t:get("statuses")) do codes[code] = (codes[code] or 0) + count end
+${options.rate ? '    merge_paced(t)' : ''}
     if file then
       for _, id in ipairs(t:get("ids")) do file:write(id, "\n") end
     end
@@ -188,13 +217,87 @@ function done(summary, latency, requests)
   local e = summary.errors
   io.write("${RESULT_MARK}", string.format(
     '{"duration_us":%d,"requests":%d,"bytes":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},' ..
-    '"latency_us":{"p50":%.1f,"p99":%.1f,"mean":%.1f,"max":%d},"statuses":{%s},"threads":[%s]}',
+    '"latency_us":{"p50":%.1f,"p99":%.1f,"mean":%.1f,"max":%d},"statuses":{%s},"threads":[%s]%s}',
     summary.duration, summary.requests, summary.bytes, e.connect, e.read, e.write, e.status, e.timeout,
     latency:percentile(50), latency:percentile(99), latency.mean, latency.max,
-    table.concat(code_parts, ","), table.concat(per_thread, ",")), "\n")
+    table.concat(code_parts, ","), table.concat(per_thread, ","), ${options.rate ? 'paced_json()' : '""'}), "\n")
 end
 `;
 }
+
+/**
+ * Open-loop pacing (see the header). delay() runs before every request of every connection and
+ * claims the thread's next slot; request() takes the oldest claimed slot (timers fire in slot
+ * order, so it is its own or an earlier one: the latency can only be overstated) and keeps it
+ * under the request's id; response() measures from it. LuaJIT's ffi gives the wall clock.
+ */
+const PACING_LUA = String.raw`local ffi = require("ffi")
+ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } bench_timespec; int clock_gettime(int clk, bench_timespec *tp); ]]
+local clock_now = ffi.new("bench_timespec")
+local function now_us()
+  ffi.C.clock_gettime(1, clock_now) -- CLOCK_MONOTONIC
+  return tonumber(clock_now.tv_sec) * 1e6 + tonumber(clock_now.tv_nsec) / 1e3
+end
+local INTERVAL_US = THREADS * 1e6 / RATE
+local next_slot = nil
+local claimed, claimed_first, claimed_last = {}, 1, 0
+local started = {}
+paced = {}
+lags = {}
+
+function delay()
+  local now = now_us()
+  next_slot = next_slot or now
+  local slot = next_slot
+  next_slot = slot + INTERVAL_US
+  claimed_last = claimed_last + 1
+  claimed[claimed_last] = slot
+  local wait_ms = (slot - now) / 1000
+  return wait_ms > 0 and floor(wait_ms) or 0
+end
+
+-- Measured from the slot, or from the send when it went out early (floor above): never understated.
+function scheduled(body)
+  local now = now_us()
+  local slot = now
+  if claimed_first <= claimed_last then
+    slot = claimed[claimed_first]
+    claimed[claimed_first] = nil
+    claimed_first = claimed_first + 1
+  end
+  lags[#lags + 1] = math.max(0, now - slot)
+  local id = string.match(body, ANSWER)
+  if id == nil then error("paced run: the answer pattern does not match the request body") end
+  started[id] = math.min(slot, now)
+end
+
+function answered(id)
+  local from = started[id]
+  if from ~= nil then
+    paced[#paced + 1] = now_us() - from
+    started[id] = nil
+  end
+end
+
+local all_paced, all_lags = {}, {}
+function merge_paced(t)
+  for _, v in ipairs(t:get("paced")) do all_paced[#all_paced + 1] = v end
+  for _, v in ipairs(t:get("lags")) do all_lags[#all_lags + 1] = v end
+end
+
+local function percentile(sorted, q)
+  if #sorted == 0 then return 0 end
+  return sorted[math.max(1, math.ceil(q * #sorted))]
+end
+
+function paced_json()
+  table.sort(all_paced)
+  table.sort(all_lags)
+  return string.format(',"paced":{"count":%d,"p50":%.1f,"p99":%.1f,"max":%.1f,"lagP99":%.1f,"lagMax":%.1f}',
+    #all_paced, percentile(all_paced, 0.5), percentile(all_paced, 0.99), percentile(all_paced, 1),
+    percentile(all_lags, 0.99), percentile(all_lags, 1))
+end
+`;
 
 /** wrk processes still running, so that cleanup after a signal can end them. */
 const active = new Set<ChildProcess>();
@@ -211,6 +314,7 @@ interface RawResult {
   latency_us: WrkResult['latencyUs'];
   statuses: Record<string, number>;
   threads: WrkThread[];
+  paced?: PacedLatency;
 }
 
 /** One wrk run; bounded: killed if it has not exited `duration + 30` s after it started. */
@@ -259,6 +363,7 @@ export async function runWrk(options: WrkOptions): Promise<WrkResult> {
     statuses: raw.statuses,
     threads: raw.threads,
     ids,
+    ...(raw.paced ? { paced: raw.paced } : {}),
     text: stdout.split('\n').filter((l) => !l.startsWith(RESULT_MARK)).join('\n'),
   };
 }
