@@ -262,11 +262,15 @@ interface WalStats {
   bytes: number;
   writes: number;
   syncs: number;
+  /** The bench database's transactions: each statement outside a transaction is one (round trips). */
+  xacts: number;
 }
 
 const walStats = sql(
   'bench.wal_stats',
-  `SELECT wal_records AS records, wal_bytes AS bytes, wal_write AS writes, wal_sync AS syncs FROM pg_stat_wal`,
+  `SELECT wal_records AS records, wal_bytes AS bytes, wal_write AS writes, wal_sync AS syncs,
+          (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()) AS xacts
+     FROM pg_stat_wal`,
 );
 
 const benchBackends = sql('bench.backends', `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'`);
@@ -289,6 +293,21 @@ function backendCpuSince(before: Map<number, number> | undefined): number | unde
   let used = 0;
   for (const [pid, micros] of before) used += (processCpuMicros(pid) ?? micros) - micros;
   return used;
+}
+
+const checkpointNow = sql('bench.checkpoint', 'CHECKPOINT');
+
+/**
+ * Every phase starts right after a checkpoint. A run writes about a gigabyte of WAL, and with the
+ * default max_wal_size PostgreSQL starts a checkpoint every half gigabyte or so, wherever in the run
+ * that falls: the phase it lands in pays for a burst of full-page images, and run-to-run figures
+ * then differ by which phase that was. From a checkpoint of its own, each phase pays that cost at
+ * its start (in its warm-up) and no WAL-triggered one falls inside it. Needs a superuser or
+ * pg_checkpoint (PostgreSQL 15); without, the phase runs as is and the report says so.
+ */
+async function checkpoint(db: Database | undefined): Promise<void> {
+  if (!db) return;
+  await db.many(checkpointNow).catch((error: unknown) => log(`  CHECKPOINT refused (${String(error)}): a WAL-triggered checkpoint may fall inside this phase`));
 }
 
 /** Cluster-wide WAL counters (PostgreSQL 14+); undefined where the view is missing. */
@@ -320,6 +339,7 @@ interface PhaseOptions {
  */
 async function phase(name: string, url: string, requests: (stage: Stage) => RequestSpec, { db, pid, afterRun, pacedRate }: PhaseOptions = {}) {
   let warm: PhaseSummary | undefined;
+  await checkpoint(db);
   if (settings.warmup > 0) {
     log(`  ${name}: warm-up ${settings.warmup} s`);
     warm = await drive(`${name} warm-up`, url, requests('warmup'), settings.warmup);
@@ -341,6 +361,7 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
           bytes: walAfter.bytes - walBefore.bytes,
           writes: walAfter.writes - walBefore.writes,
           syncs: walAfter.syncs - walBefore.syncs,
+          xacts: walAfter.xacts - walBefore.xacts,
         }
       : undefined;
   const cpuPerOk = cpuBefore !== undefined && cpuAfter !== undefined && measured.ok > 0 ? (cpuAfter - cpuBefore) / measured.ok : undefined;
@@ -539,6 +560,15 @@ function table(rows: PhaseSummary[]) {
 
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * VACUUM (ANALYZE) after a pool was copied in: a table that just grew by hundreds of thousands of
+ * rows would otherwise be vacuumed and analyzed by autovacuum during the measured runs, taking CPU
+ * the service's own writes never cause. Table names are fixed here, not input.
+ */
+async function settle(db: Database, ...tables: ('clicks' | 'sale_events' | 'commissions' | 'platform_fees')[]): Promise<void> {
+  for (const table of tables) await db.many(sql(`bench.vacuum_${table}`, `VACUUM (ANALYZE) ${table}`));
+}
+
 /** Every run of a phase: its warm-up, the measured run and the one at the target rate. */
 function runsOf(p: { warm?: PhaseSummary | undefined; measured: PhaseSummary; paced?: PhaseSummary | undefined }): PhaseSummary[] {
   return [p.warm, p.measured, p.paced].filter((run): run is PhaseSummary => run !== undefined);
@@ -735,6 +765,7 @@ async function main(): Promise<number> {
   const leadPools = await inParallel(programCount, 4, async (i) =>
     (await db.many<{ click_id: string }>(benchSql.copyClicks, [targets[i]!.clickIds[0], poolPerProgram])).map((r) => JSON.stringify(r.click_id)),
   );
+  await settle(db, 'clicks');
   log(`  lead: ${fmt(poolPerProgram * programCount)} clicks made for leads (${poolPerProgram} per program)`);
   const leadPhase = await keyedPhase('lead', serviceUrl, service.proc.pid, {
     path: '/api/v1/track/lead',
@@ -754,6 +785,7 @@ async function main(): Promise<number> {
   const refundPools = await inParallel(programCount, 4, async (i) =>
     (await db.many<{ transaction_id: string }>(benchSql.copySales, [targets[i]!.programId, poolPerProgram])).map((r) => JSON.stringify(r.transaction_id)),
   );
+  await settle(db, 'sale_events', 'commissions', 'platform_fees');
   log(`  refund: ${fmt(poolPerProgram * programCount)} paid sales made to refund (${poolPerProgram} per program)`);
   const refundPhase = await keyedPhase('refund', serviceUrl, service.proc.pid, {
     path: '/api/v1/track/refund',
@@ -819,7 +851,7 @@ async function main(): Promise<number> {
     if (p.exhausted) log(`  ${p.measured.name}: the pool ran out, later requests reused an item: their figures are not valid (set BENCH_WRITE_POOL)`);
   }
 
-  log('\nPostgreSQL WAL during the measured runs (cluster-wide pg_stat_wal; commit cost)');
+  log('\nPostgreSQL WAL during the measured runs (cluster-wide pg_stat_wal; commit cost) and the bench database\'s transactions (statements: round trips)');
   for (const p of [clickPhase, ...writes]) {
     if (!p.wal) {
       log(`  ${p.measured.name}: pg_stat_wal not available`);
@@ -827,7 +859,7 @@ async function main(): Promise<number> {
     }
     const per = Math.max(1, p.measured.ok);
     log(`  ${p.measured.name}: ${fmt(p.wal.syncs)} WAL syncs (${(p.wal.syncs / per).toFixed(2)} per 2xx), ` +
-      `${(p.wal.records / per).toFixed(1)} records and ${fmt(p.wal.bytes / per)} bytes per 2xx`);
+      `${(p.wal.records / per).toFixed(1)} records and ${fmt(p.wal.bytes / per)} bytes per 2xx; ${(p.wal.xacts / per).toFixed(2)} transactions per 2xx`);
   }
 
   const tooMany = phases.flatMap((p) => runsOf(p)).reduce((n, p) => n + p.tooMany, 0);
