@@ -30,16 +30,9 @@ import { migrate } from '../core/migrate.js';
 import { buildApp, type AppDeps } from '../ingest/app.js';
 import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { memoryRateLimitStore, type RateLimitStore } from '../ingest/http/rate-limit.js';
-import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, seedProgram } from './setup.js';
+import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, seedProgram } from './setup.js';
 import { findWrk, luaString, runWrk, type RequestSpec } from './wrk.js';
 
-function intSetting(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-  return value;
-}
 
 const settings = {
   adminUrl: process.env.DATABASE_URL || DEFAULT_ADMIN_URL,

@@ -37,7 +37,7 @@ import { openDatabase, sql, type Database } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
 import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { freePort, running, startChild, stopChild, waitForHttp, type Child } from './processes.js';
-import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, processCpuMicros, seedProgram, withTimeout } from './setup.js';
+import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, processCpuMicros, seedProgram, withTimeout } from './setup.js';
 import { findWrk, killWrkRuns, luaString, runWrk, wrkVersion, type PacedLatency, type RequestSpec, type WrkResult, type WrkThread } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -65,13 +65,6 @@ const TARGET_WRITE_CPU_US = 200;
 /** Hard stop for the whole run; every step is bounded on its own, this is belt and braces. */
 const WATCHDOG_MS = 5 * 60_000;
 
-function intSetting(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-  return value;
-}
 
 const settings = {
   adminUrl: process.env.DATABASE_URL || DEFAULT_ADMIN_URL,
