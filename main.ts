@@ -5,25 +5,56 @@
  */
 import { mkdir } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { serveSqlEndpoint } from './analytics/endpoint.js';
 import { loadConfig, type Config } from './core/config.js';
 import { openDatabase, type Database } from './core/db.js';
 import { createLogger } from './core/log.js';
 import { migrate } from './core/migrate.js';
 import { migrateWarehouse } from './core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from './core/warehouse.js';
-import { buildApp } from './ingest/app.js';
-import { demoBannerLines, ensureDemo, type DemoStart } from './ingest/demo.js';
-import { memoryRateLimitStore, redisRateLimitStore } from './ingest/http/rate-limit.js';
-import { startEmbeddedProvider, type EmbeddedProvider } from './ingest/oidc/embedded-provider.js';
-import { createIdentityVerifier } from './ingest/oidc/verifier.js';
-import { LOGIN_PAGE_PATH, type CliIdentity } from './ingest/routes/cli.js';
-import { createAvroCodec } from './pipeline/avro/codec.js';
-import { startEmbeddedPipeline } from './pipeline/embedded-pipeline.js';
-import { createPipelineMetrics, serveMetrics, startMetricsLog } from './pipeline/metrics.js';
-import { startLoaderService, startRelayService, type RunningService } from './pipeline/services.js';
+import type { DemoStart } from './ingest/demo.js';
+import type { EmbeddedProvider } from './ingest/oidc/embedded-provider.js';
+import type { CliIdentity } from './ingest/routes/cli.js';
+import type { RunningService } from './pipeline/services.js';
 
-function banner(url: string, mode: string, demo: DemoStart | undefined): string {
+/**
+ * The service's modules, loaded while the stores open (main): compiling and loading them takes
+ * about two seconds, which a fresh data directory's initdb (a worker thread, core/db.ts) covers.
+ */
+async function loadComponents() {
+  const [endpoint, app, demo, rateLimit, provider, verifier, cli, codec, embedded, metrics, services] = await Promise.all([
+    import('./analytics/endpoint.js'),
+    import('./ingest/app.js'),
+    import('./ingest/demo.js'),
+    import('./ingest/http/rate-limit.js'),
+    import('./ingest/oidc/embedded-provider.js'),
+    import('./ingest/oidc/verifier.js'),
+    import('./ingest/routes/cli.js'),
+    import('./pipeline/avro/codec.js'),
+    import('./pipeline/embedded-pipeline.js'),
+    import('./pipeline/metrics.js'),
+    import('./pipeline/services.js'),
+  ]);
+  return {
+    serveSqlEndpoint: endpoint.serveSqlEndpoint,
+    buildApp: app.buildApp,
+    demoBannerLines: demo.demoBannerLines,
+    ensureDemo: demo.ensureDemo,
+    memoryRateLimitStore: rateLimit.memoryRateLimitStore,
+    redisRateLimitStore: rateLimit.redisRateLimitStore,
+    startEmbeddedProvider: provider.startEmbeddedProvider,
+    createIdentityVerifier: verifier.createIdentityVerifier,
+    LOGIN_PAGE_PATH: cli.LOGIN_PAGE_PATH,
+    createAvroCodec: codec.createAvroCodec,
+    startEmbeddedPipeline: embedded.startEmbeddedPipeline,
+    createPipelineMetrics: metrics.createPipelineMetrics,
+    serveMetrics: metrics.serveMetrics,
+    startMetricsLog: metrics.startMetricsLog,
+    startLoaderService: services.startLoaderService,
+    startRelayService: services.startRelayService,
+  };
+}
+
+function banner(url: string, mode: string, demo: DemoStart | undefined, demoBannerLines: (url: string, demo: DemoStart) => string[]): string {
   const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`, `  CLI: SVC_BASE_URL=${url} svc login`];
   if (demo) lines.push(...demoBannerLines(url, demo));
   return `${lines.join('\n')}\n\n`;
@@ -43,33 +74,44 @@ function describeMode(config: Config): string {
   return parts.join(', ');
 }
 
+/**
+ * Both stores at once: on a fresh data directory PGlite's initdb runs in a worker thread for
+ * seconds (core/db.ts), and chDB's start and migrations use that time instead of following it.
+ */
 async function openStores(config: Config, logger: Logger) {
   const needsDatabase = config.roles.has('ingest') || config.roles.has('relay');
   if (config.database.kind === 'pglite') await mkdir(config.dataDir, { recursive: true });
-  const db: Database | undefined = needsDatabase
-    ? await openDatabase(config.database, {
-        onConnectionError: (err) => logger.error({ err }, 'idle database connection failed; replaced'),
-      })
-    : undefined;
-  if (db) {
+  const openDb = async (): Promise<Database | undefined> => {
+    if (!needsDatabase) return undefined;
+    const db = await openDatabase(config.database, {
+      onConnectionError: (err) => logger.error({ err }, 'idle database connection failed; replaced'),
+    });
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
-  }
+    return db;
+  };
   // chDB is a directory one process opens: an ingest-only process reads it only when it also loads it.
   const needsWarehouse = config.roles.has('loader') || (config.roles.has('ingest') && config.warehouse.kind === 'http');
-  let warehouse: Warehouse | undefined;
-  if (needsWarehouse) {
-    warehouse = await openWarehouse(config.warehouse);
+  const openWh = async (): Promise<Warehouse | undefined> => {
+    if (!needsWarehouse) return undefined;
+    const warehouse = await openWarehouse(config.warehouse);
     const applied = await migrateWarehouse(warehouse);
     if (applied.length) logger.info({ applied }, 'warehouse migrations applied');
-  }
+    return warehouse;
+  };
+  const [db, warehouse] = await Promise.all([openDb(), openWh()]);
   return { db, warehouse };
 }
 
 async function main() {
   const config = loadConfig(undefined, { service: process.argv[2] });
   const logger = createLogger(config.logLevel);
-  const { db, warehouse } = await openStores(config, logger);
+  const [{ db, warehouse }, components] = await Promise.all([openStores(config, logger), loadComponents()]);
+  const {
+    serveSqlEndpoint, buildApp, demoBannerLines, ensureDemo, memoryRateLimitStore, redisRateLimitStore, startEmbeddedProvider,
+    createIdentityVerifier, LOGIN_PAGE_PATH, createAvroCodec, startEmbeddedPipeline, createPipelineMetrics, serveMetrics,
+    startMetricsLog, startLoaderService, startRelayService,
+  } = components;
   const codec = createAvroCodec();
   const services: RunningService[] = [];
 
@@ -175,7 +217,7 @@ async function main() {
   if (demo?.credentials.processorWebhookSecret && !config.processor.webhookSecrets.includes(demo.credentials.processorWebhookSecret)) {
     config.processor.webhookSecrets.push(demo.credentials.processorWebhookSecret);
   }
-  process.stdout.write(banner(url, describeMode(config), demo));
+  process.stdout.write(banner(url, describeMode(config), demo, demoBannerLines));
 }
 
 main().catch((error) => {
