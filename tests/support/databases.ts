@@ -36,11 +36,15 @@ function urlFor(name: string): string {
   return url.toString();
 }
 
-/** A fresh, migrated database; on Postgres one named ats_test_<random>, dropped afterwards. */
-export async function createTestDatabase(kind: DatabaseKind, poolSize = 20): Promise<TestDatabase> {
+/**
+ * A fresh, migrated database; on Postgres one named ats_test_<random>, dropped afterwards.
+ * `migrationsDir`: migrate from that directory instead (an older schema, for upgrade tests).
+ */
+export async function createTestDatabase(kind: DatabaseKind, poolSize = 20, migrationsDir?: string): Promise<TestDatabase> {
+  const migrateTo = (db: Database) => (migrationsDir ? migrate(db, migrationsDir) : migrate(db));
   if (kind === 'pglite') {
     const db = await openDatabase({ kind: 'pglite', dataDir: undefined });
-    await migrate(db);
+    await migrateTo(db);
     return { db, kind, url: undefined, drop: () => db.close() };
   }
   const name = `ats_test_${randomBytes(6).toString('hex')}`;
@@ -53,7 +57,7 @@ export async function createTestDatabase(kind: DatabaseKind, poolSize = 20): Pro
   }
   const url = urlFor(name);
   const db = await openDatabase({ kind: 'postgres', url, poolSize });
-  await migrate(db);
+  await migrateTo(db);
   return {
     db,
     kind,
