@@ -11,7 +11,6 @@ import { createLogger } from './core/log.js';
 import { migrate } from './core/migrate.js';
 import { migrateWarehouse } from './core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from './core/warehouse.js';
-import type { DemoStart } from './ingest/demo.js';
 import type { EmbeddedProvider } from './ingest/oidc/embedded-provider.js';
 import type { CliIdentity } from './ingest/routes/cli.js';
 import type { RunningService } from './pipeline/services.js';
@@ -20,8 +19,8 @@ import type { RunningService } from './pipeline/services.js';
  * The service's modules, loaded while the stores open (main): compiling and loading them takes
  * about two seconds, which a fresh data directory's initdb (a worker thread, core/db.ts) covers.
  */
-async function loadComponents() {
-  const [endpoint, app, demo, rateLimit, provider, verifier, cli, codec, embedded, metrics, services] = await Promise.all([
+const loadModules = () =>
+  Promise.all([
     import('./analytics/endpoint.js'),
     import('./ingest/app.js'),
     import('./ingest/demo.js'),
@@ -34,29 +33,9 @@ async function loadComponents() {
     import('./pipeline/metrics.js'),
     import('./pipeline/services.js'),
   ]);
-  return {
-    serveSqlEndpoint: endpoint.serveSqlEndpoint,
-    buildApp: app.buildApp,
-    demoBannerLines: demo.demoBannerLines,
-    ensureDemo: demo.ensureDemo,
-    memoryRateLimitStore: rateLimit.memoryRateLimitStore,
-    redisRateLimitStore: rateLimit.redisRateLimitStore,
-    startEmbeddedProvider: provider.startEmbeddedProvider,
-    createIdentityVerifier: verifier.createIdentityVerifier,
-    LOGIN_PAGE_PATH: cli.LOGIN_PAGE_PATH,
-    createAvroCodec: codec.createAvroCodec,
-    startEmbeddedPipeline: embedded.startEmbeddedPipeline,
-    createPipelineMetrics: metrics.createPipelineMetrics,
-    serveMetrics: metrics.serveMetrics,
-    startMetricsLog: metrics.startMetricsLog,
-    startLoaderService: services.startLoaderService,
-    startRelayService: services.startRelayService,
-  };
-}
 
-function banner(url: string, mode: string, demo: DemoStart | undefined, demoBannerLines: (url: string, demo: DemoStart) => string[]): string {
-  const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`, `  CLI: SVC_BASE_URL=${url} svc login`];
-  if (demo) lines.push(...demoBannerLines(url, demo));
+function banner(url: string, mode: string, demoLines: readonly string[]): string {
+  const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`, `  CLI: SVC_BASE_URL=${url} svc login`, ...demoLines];
   return `${lines.join('\n')}\n\n`;
 }
 
@@ -102,12 +81,22 @@ async function openStores(config: Config, logger: Logger) {
 async function main() {
   const config = loadConfig(undefined, { service: process.argv[2] });
   const logger = createLogger(config.logLevel);
-  const [{ db, warehouse }, components] = await Promise.all([openStores(config, logger), loadComponents()]);
-  const {
-    serveSqlEndpoint, buildApp, demoBannerLines, ensureDemo, memoryRateLimitStore, redisRateLimitStore, startEmbeddedProvider,
-    createIdentityVerifier, LOGIN_PAGE_PATH, createAvroCodec, startEmbeddedPipeline, createPipelineMetrics, serveMetrics,
-    startMetricsLog, startLoaderService, startRelayService,
-  } = components;
+  const [
+    { db, warehouse },
+    [
+      { serveSqlEndpoint },
+      { buildApp },
+      { demoBannerLines, ensureDemo },
+      { memoryRateLimitStore, redisRateLimitStore },
+      { startEmbeddedProvider },
+      { createIdentityVerifier },
+      { LOGIN_PAGE_PATH },
+      { createAvroCodec },
+      { startEmbeddedPipeline },
+      { createPipelineMetrics, serveMetrics, startMetricsLog },
+      { startLoaderService, startRelayService },
+    ],
+  ] = await Promise.all([openStores(config, logger), loadModules()]);
   const codec = createAvroCodec();
   const services: RunningService[] = [];
 
@@ -213,7 +202,7 @@ async function main() {
   if (demo?.credentials.processorWebhookSecret && !config.processor.webhookSecrets.includes(demo.credentials.processorWebhookSecret)) {
     config.processor.webhookSecrets.push(demo.credentials.processorWebhookSecret);
   }
-  process.stdout.write(banner(url, describeMode(config), demo, demoBannerLines));
+  process.stdout.write(banner(url, describeMode(config), demo ? demoBannerLines(url, demo) : []));
 }
 
 main().catch((error) => {

@@ -557,10 +557,17 @@ function table(rows: PhaseSummary[]) {
  * VACUUM (ANALYZE) after a pool was copied in. A table that just grew by hundreds of thousands of
  * rows would otherwise be vacuumed and analyzed by autovacuum during the measured runs, taking CPU
  * the service's own writes never cause; or, where autovacuum is off (as on our machines), keep the
- * statistics of an empty table and rows without hint bits. Table names are fixed here, not input.
+ * statistics of an empty table and rows without hint bits.
  */
-async function settle(db: Database, ...tables: ('clicks' | 'sale_events' | 'commissions' | 'platform_fees')[]): Promise<void> {
-  for (const table of tables) await db.many(sql(`bench.vacuum_${table}`, `VACUUM (ANALYZE) ${table}`));
+const vacuum = {
+  clicks: sql('bench.vacuum_clicks', 'VACUUM (ANALYZE) clicks'),
+  sale_events: sql('bench.vacuum_sale_events', 'VACUUM (ANALYZE) sale_events'),
+  commissions: sql('bench.vacuum_commissions', 'VACUUM (ANALYZE) commissions'),
+  platform_fees: sql('bench.vacuum_platform_fees', 'VACUUM (ANALYZE) platform_fees'),
+};
+
+async function settle(db: Database, ...tables: (keyof typeof vacuum)[]): Promise<void> {
+  for (const table of tables) await db.many(vacuum[table]);
 }
 
 /** Every run of a phase: its warm-up, the measured run and the one at the target rate. */

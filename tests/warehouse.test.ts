@@ -407,16 +407,18 @@ describe('ClickHouse warehouse on chDB', () => {
     expect(await warehouseNumbers(warehouse)).toEqual(await postgresNumbers(t));
   });
 
+  /** The test's warehouse with its inserts replaced (a failing or recording one). */
+  const withInsert = (insert: Warehouse['insert']): Warehouse => ({
+    kind: warehouse.kind,
+    query: (q, p) => warehouse.query(q, p),
+    command: (q, p) => warehouse.command(q, p),
+    close: () => warehouse.close(),
+    insert,
+  });
+
   it('a warehouse failure is a retry of the whole batch, and the retry loads it', async () => {
     let fail = true;
-    const flaky: Warehouse = {
-      ...warehouse,
-      kind: warehouse.kind,
-      query: (q, p) => warehouse.query(q, p),
-      command: (q, p) => warehouse.command(q, p),
-      close: () => warehouse.close(),
-      insert: (table, rows, options) => (fail ? Promise.reject(new Error('warehouse down')) : warehouse.insert(table, rows, options)),
-    };
+    const flaky = withInsert((table, rows, options) => (fail ? Promise.reject(new Error('warehouse down')) : warehouse.insert(table, rows, options)));
     const topic = log.topics().find((x) => x.includes('click')) ?? JSON_TOPIC;
     const batch: LoaderBatch = { topic: 'retry-test', partition: 0, messages: log.read(topic).slice(0, 3).map((m, i) => ({ offset: String(i), value: m.value })) };
     const loader = createLoader({ warehouse: flaky, decode: codec.decode });
@@ -430,17 +432,10 @@ describe('ClickHouse warehouse on chDB', () => {
   it('a load inserts every event table before any current state, even when an event insert fails; the retry loads the rest', async () => {
     const inserted: string[] = [];
     let failing: string | undefined = 'commission_created';
-    const recording: Warehouse = {
-      ...warehouse,
-      kind: warehouse.kind,
-      query: (q, p) => warehouse.query(q, p),
-      command: (q, p) => warehouse.command(q, p),
-      close: () => warehouse.close(),
-      insert: (table, rows, options) => {
-        inserted.push(table);
-        return table === failing ? Promise.reject(new Error(`${table} down`)) : warehouse.insert(table, rows, options);
-      },
-    };
+    const recording = withInsert((table, rows, options) => {
+      inserted.push(table);
+      return table === failing ? Promise.reject(new Error(`${table} down`)) : warehouse.insert(table, rows, options);
+    });
     // Every topic's messages, each a batch: the event tables of several topics in one load.
     const batches: LoaderBatch[] = log
       .topics()
