@@ -1,11 +1,10 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { NodeFS } from '@electric-sql/pglite/nodefs';
-import { once } from 'node:events';
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import type { DatabaseConfig } from './config.js';
+import { createDataDirFromTemplate, templateForMemory } from './pglite-template.js';
 
 /**
  * A named, parameterized statement. The name is prepended as a comment so every query can be
@@ -145,6 +144,8 @@ class PostgresDatabase implements Database {
 export interface DatabaseOptions {
   /** An idle pooled connection failed (server restart); the pool replaces it. */
   onConnectionError?: (error: Error) => void;
+  /** PGlite: where the fresh-cluster template is kept (core/pglite-template.ts). */
+  pgliteTemplateFile?: string;
 }
 
 /**
@@ -154,26 +155,7 @@ export interface DatabaseOptions {
  * page cache behind it does not need the larger cache (docs/performance.md, "Embedded start").
  */
 const DEFAULT_SHARED_BUFFERS = '32MB';
-const startParams = (sharedBuffers = DEFAULT_SHARED_BUFFERS) => [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`];
-
-/**
- * Creates a fresh PGlite data directory in a worker thread that then exits. PGlite's initdb grows
- * the WebAssembly heap it runs in by about 400 MiB and never gives it back; in a worker that memory
- * leaves with the thread, so the embedded start's resident memory is that of a reopened directory
- * (bench/embedded-start.ts; docs/performance.md, "Embedded start").
- */
-async function initPgliteDataDir(dataDir: string, params: string[]): Promise<void> {
-  if (existsSync(join(dataDir, 'PG_VERSION'))) return;
-  const pgliteUrl = import.meta.resolve('@electric-sql/pglite');
-  const script = `const { workerData } = require('node:worker_threads');
-import(workerData.pgliteUrl).then(async ({ PGlite }) => { const db = await PGlite.create(workerData.dataDir, { startParams: workerData.startParams }); await db.close(); });`;
-  const worker = new Worker(script, { eval: true, workerData: { pgliteUrl, dataDir, startParams: params } });
-  const [exitCode] = await Promise.race([
-    once(worker, 'exit') as Promise<[number]>,
-    once(worker, 'error').then(([error]) => Promise.reject(error as Error)),
-  ]);
-  if (exitCode !== 0) throw new Error(`initialising the PGlite data directory ${dataDir} failed (worker exit code ${exitCode})`);
-}
+export const pgliteStartParams = (sharedBuffers = DEFAULT_SHARED_BUFFERS) => [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`];
 
 interface NodeStream {
   nfd: number;
@@ -208,7 +190,19 @@ class DurableNodeFS extends NodeFS {
 
 const durable = (params: string[]) => [...params.filter((p) => p !== '-F'), '-c', 'wal_sync_method=fsync'];
 
-/** initdb writes without syncing: a fresh directory is synced once, files then directories. */
+/**
+ * A fresh data directory is unpacked beside its final place, synced (unpacking does not sync), then
+ * renamed into place: a crash part-way leaves no half-made cluster for the next start to resume.
+ */
+async function createDataDir(dataDir: string, params: string[], templateFile?: string): Promise<void> {
+  const partial = `${dataDir}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  await createDataDirFromTemplate(partial, params, templateFile);
+  syncTree(partial);
+  renameSync(partial, dataDir);
+  syncPath(dirname(dataDir));
+}
+
 function syncTree(path: string): void {
   for (const entry of readdirSync(path, { withFileTypes: true })) {
     const child = join(path, entry.name);
@@ -229,14 +223,15 @@ function syncPath(path: string): void {
 
 export async function openDatabase(config: DatabaseConfig, options: DatabaseOptions = {}): Promise<Database> {
   if (config.kind === 'pglite') {
-    const params = startParams(config.sharedBuffers);
+    const params = pgliteStartParams(config.sharedBuffers);
     const pgliteOptions: PGliteOptions = { parsers: { [INT8_OID]: toNumber, [NUMERIC_OID]: toNumber }, startParams: params };
-    if (config.dataDir === undefined) return new PgliteDatabase(await PGlite.create(pgliteOptions));
-    const fresh = !existsSync(join(config.dataDir, 'PG_VERSION'));
-    await initPgliteDataDir(config.dataDir, params);
-    // In memory, or durable unless EMBEDDED_FSYNC=off chose speed over surviving a power loss.
+    if (config.dataDir === undefined) {
+      const loadDataDir = await templateForMemory(params, options.pgliteTemplateFile);
+      return new PgliteDatabase(await PGlite.create({ ...pgliteOptions, loadDataDir }));
+    }
+    if (!existsSync(join(config.dataDir, 'PG_VERSION'))) await createDataDir(config.dataDir, params, options.pgliteTemplateFile);
+    // Durable unless EMBEDDED_FSYNC=off chose speed over surviving a power loss.
     if (config.durable === false) return new PgliteDatabase(await PGlite.create(config.dataDir, pgliteOptions));
-    if (fresh) syncTree(config.dataDir);
     const pglite = await PGlite.create({ ...pgliteOptions, fs: new DurableNodeFS(config.dataDir), startParams: durable(params) });
     return new PgliteDatabase(pglite);
   }
