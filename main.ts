@@ -53,28 +53,32 @@ function describeMode(config: Config): string {
   return parts.join(', ');
 }
 
+/**
+ * Both stores at once: a fresh PGlite data directory is unpacked in a worker thread (core/db.ts),
+ * and chDB's start and migrations use that time instead of following it.
+ */
 async function openStores(config: Config, logger: Logger) {
   const needsDatabase = config.roles.has('ingest') || config.roles.has('relay');
   if (config.database.kind === 'pglite') await mkdir(config.dataDir, { recursive: true });
-  const db: Database | undefined = needsDatabase
-    ? await openDatabase(config.database, {
-        onConnectionError: (err) => logger.error({ err }, 'idle database connection failed; replaced'),
-      })
-    : undefined;
-  if (db) {
+  const openDb = async (): Promise<Database | undefined> => {
+    if (!needsDatabase) return undefined;
+    const db = await openDatabase(config.database, {
+      onConnectionError: (err) => logger.error({ err }, 'idle database connection failed; replaced'),
+    });
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
-  }
+    return db;
+  };
   // chDB is a directory one process opens: an ingest-only process reads it only when it also loads it.
-  // It opens after PGlite, not beside its initdb: both at once raised the start's peak memory by
-  // about 190 MiB (bench:embedded) for half a second.
   const needsWarehouse = config.roles.has('loader') || (config.roles.has('ingest') && config.warehouse.kind === 'http');
-  let warehouse: Warehouse | undefined;
-  if (needsWarehouse) {
-    warehouse = await openWarehouse(config.warehouse);
+  const openWh = async (): Promise<Warehouse | undefined> => {
+    if (!needsWarehouse) return undefined;
+    const warehouse = await openWarehouse(config.warehouse);
     const applied = await migrateWarehouse(warehouse);
     if (applied.length) logger.info({ applied }, 'warehouse migrations applied');
-  }
+    return warehouse;
+  };
+  const [db, warehouse] = await Promise.all([openDb(), openWh()]);
   return { db, warehouse };
 }
 
