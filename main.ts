@@ -17,7 +17,8 @@ import type { RunningService } from './pipeline/services.js';
 
 /**
  * The service's modules, loaded while the stores open (main): compiling and loading them takes
- * about two seconds, which a fresh data directory's initdb (a worker thread, core/db.ts) covers.
+ * about two seconds, which the stores' own waiting (a fresh data directory is unpacked in a worker
+ * thread, core/db.ts; chDB's start) partly covers.
  */
 const loadModules = () =>
   Promise.all([
