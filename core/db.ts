@@ -1,7 +1,7 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import pg from 'pg';
 import type { DatabaseConfig } from './config.js';
 import { createDataDirFromTemplate, templateForMemory } from './pglite-template.js';
@@ -195,8 +195,13 @@ const durable = (params: string[]) => [...params.filter((p) => p !== '-F'), '-c'
  * renamed into place: a crash part-way leaves no half-made cluster for the next start to resume.
  */
 async function createDataDir(dataDir: string, params: string[], templateFile?: string): Promise<void> {
-  const partial = `${dataDir}.partial-${process.pid}`;
-  rmSync(partial, { recursive: true, force: true });
+  // What a start that crashed part-way left (one process opens a data directory at a time).
+  const parent = dirname(dataDir);
+  const partialPrefix = `${basename(dataDir)}.partial-`;
+  if (existsSync(parent)) {
+    for (const name of readdirSync(parent)) if (name.startsWith(partialPrefix)) rmSync(join(parent, name), { recursive: true, force: true });
+  }
+  const partial = join(parent, `${partialPrefix}${process.pid}`);
   await createDataDirFromTemplate(partial, params, templateFile);
   syncTree(partial);
   renameSync(partial, dataDir);

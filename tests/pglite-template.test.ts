@@ -5,7 +5,7 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,8 +42,11 @@ describe('PGlite template for fresh databases', () => {
     }
   });
 
-  it('unpacks a fresh data directory from the template, durably renamed into place, and keeps it', { timeout: 120_000 }, async () => {
+  it('unpacks a fresh data directory from the template, renamed into place over what a crashed start left, and keeps it', { timeout: 120_000 }, async () => {
     const dataDir = join(dir, 'data', 'pg');
+    // What a start killed while unpacking leaves behind; the next fresh start clears it.
+    await mkdir(join(dir, 'data', 'pg.partial-999999'), { recursive: true });
+    await writeFile(join(dir, 'data', 'pg.partial-999999', 'PG_VERSION'), '17\n');
     const first = await openDatabase({ kind: 'pglite', dataDir }, { pgliteTemplateFile: markedTemplate });
     try {
       await expectMarked(first);
