@@ -25,7 +25,7 @@ export const DEFAULT_TEMPLATE_FILE = fileURLToPath(new URL(`../node_modules/.cac
  * initdb), then, given a data directory, unpacks the template into it.
  */
 const WORKER = `const { workerData } = require('node:worker_threads');
-const { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } = require('node:fs');
 const { dirname } = require('node:path');
 import(workerData.pgliteUrl).then(async ({ PGlite }) => {
   const { templateFile, dataDir, startParams } = workerData;
@@ -35,12 +35,14 @@ import(workerData.pgliteUrl).then(async ({ PGlite }) => {
     await fresh.exec('CHECKPOINT');
     template = await fresh.dumpDataDir('none');
     await fresh.close();
+    const partial = templateFile + '.' + process.pid + '.' + Date.now();
     try {
       mkdirSync(dirname(templateFile), { recursive: true });
-      const partial = templateFile + '.' + process.pid + '.' + Date.now();
       writeFileSync(partial, new Uint8Array(await template.arrayBuffer()));
       renameSync(partial, templateFile);
-    } catch {}
+    } catch {
+      try { rmSync(partial, { force: true }); } catch {}
+    }
   }
   if (dataDir !== undefined) {
     mkdirSync(dirname(dataDir), { recursive: true });

@@ -64,6 +64,18 @@ describe('PGlite template for fresh databases', () => {
     }
   });
 
+  it('opens a database even where the template cannot be written (initdb in the process)', { timeout: 180_000 }, async () => {
+    // A regular file where the cache directory would be: the template cannot be written below it.
+    const blocked = join(dir, 'not-a-directory');
+    await writeFile(blocked, '');
+    const db = await openDatabase({ kind: 'pglite', dataDir: undefined }, { pgliteTemplateFile: join(blocked, 'template.tar') });
+    try {
+      expect((await migrate(db)).length).toBeGreaterThan(0);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('builds a missing template from a fresh cluster, then uses it', { timeout: 180_000 }, async () => {
     const templateFile = join(dir, 'cache', 'built.tar');
     const db = await openDatabase({ kind: 'pglite', dataDir: undefined }, { pgliteTemplateFile: templateFile });
