@@ -95,11 +95,13 @@ export interface ClickWriterOptions {
 }
 
 /**
- * Two, not more: each statement commits, and a commit waits for its WAL flush (an fdatasync of
- * 2.5 to 3.3 ms on the bench machine, 300 to 400 a second). At 50 connections four statements in
- * flight carried about 13 clicks each, about one flush apiece, so flushes capped clicks near
- * 5,000 to 6,400/s; two carry more clicks each (17 to 21 under load), and one statement still
- * runs while the other waits for its flush (docs/architecture.md, "Rules that exist only for speed").
+ * Two, not more: each statement commits, and a commit waits for its WAL flush. When this was set,
+ * an fdatasync took 2.5 to 3.3 ms on the bench machine: at 50 connections four statements in
+ * flight carried about 13 clicks each, about one flush apiece, and flushes capped clicks near
+ * 5,000 to 6,400/s; two carry more clicks each (17 to 21 under load), and one statement still runs
+ * while the other waits for its flush. With flushes at 0.26 ms (2026-11-24), two, three and four
+ * gave medians of 0.36x, 0.24x and 0.29x of the bare route over three rounds each: the machine's
+ * noise, and no reason to change (docs/architecture.md, "Rules that exist only for speed").
  */
 const CLICK_STATEMENTS_IN_FLIGHT = 2;
 
