@@ -16,8 +16,8 @@ import type { CliIdentity } from './ingest/routes/cli.js';
 import type { RunningService } from './pipeline/services.js';
 
 /**
- * The service's modules, loaded while the stores open (main): compiling and loading them takes
- * about two seconds, which the stores' own waiting (a fresh data directory is unpacked in a worker
+ * The service's modules, loaded while the stores open (main): loading them takes about a second
+ * of the main thread, which the stores' own waiting (a fresh data directory is unpacked in a worker
  * thread, core/db.ts; chDB's start) partly covers.
  */
 const loadModules = () =>
