@@ -33,7 +33,6 @@ import { memoryRateLimitStore, type RateLimitStore } from '../ingest/http/rate-l
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, seedProgram } from './setup.js';
 import { findWrk, luaString, runWrk, type RequestSpec } from './wrk.js';
 
-
 const settings = {
   adminUrl: process.env.DATABASE_URL || DEFAULT_ADMIN_URL,
   rounds: intSetting('BENCH_ROUNDS', 3, 1, 20),

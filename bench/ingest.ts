@@ -65,7 +65,6 @@ const TARGET_WRITE_CPU_US = 200;
 /** Hard stop for the whole run; every step is bounded on its own, this is belt and braces. */
 const WATCHDOG_MS = 5 * 60_000;
 
-
 const settings = {
   adminUrl: process.env.DATABASE_URL || DEFAULT_ADMIN_URL,
   duration: intSetting('BENCH_DURATION', 10, 1, 60),

@@ -41,10 +41,9 @@ function urlFor(name: string): string {
  * `migrationsDir`: migrate from that directory instead (an older schema, for upgrade tests).
  */
 export async function createTestDatabase(kind: DatabaseKind, poolSize = 20, migrationsDir?: string): Promise<TestDatabase> {
-  const migrateTo = (db: Database) => (migrationsDir ? migrate(db, migrationsDir) : migrate(db));
   if (kind === 'pglite') {
     const db = await openDatabase({ kind: 'pglite', dataDir: undefined });
-    await migrateTo(db);
+    await migrate(db, migrationsDir);
     return { db, kind, url: undefined, drop: () => db.close() };
   }
   const name = `ats_test_${randomBytes(6).toString('hex')}`;
@@ -57,7 +56,7 @@ export async function createTestDatabase(kind: DatabaseKind, poolSize = 20, migr
   }
   const url = urlFor(name);
   const db = await openDatabase({ kind: 'postgres', url, poolSize });
-  await migrateTo(db);
+  await migrate(db, migrationsDir);
   return {
     db,
     kind,
