@@ -37,7 +37,7 @@ import { openDatabase, sql, type Database } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
 import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
 import { freePort, running, startChild, stopChild, waitForHttp, type Child } from './processes.js';
-import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, processCpuMicros, seedProgram, withTimeout } from './setup.js';
+import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, exitedChildrenCpuMicros, intSetting, processCpuMicros, seedProgram, withTimeout } from './setup.js';
 import { findWrk, killWrkRuns, luaString, runWrk, wrkVersion, type PacedLatency, type RequestSpec, type WrkResult, type WrkThread } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -341,7 +341,9 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
   const walBefore = await walSnapshot(db);
   const cpuBefore = pid === undefined ? undefined : processCpuMicros(pid);
   const pgBefore = await backendCpu(db);
+  const loadBefore = exitedChildrenCpuMicros();
   const measured = await drive(name, url, requests('measure'), settings.duration);
+  const loadAfter = exitedChildrenCpuMicros();
   const cpuAfter = pid === undefined ? undefined : processCpuMicros(pid);
   const pgUsed = backendCpuSince(pgBefore);
   const walAfter = await walSnapshot(db);
@@ -358,8 +360,11 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
       : undefined;
   const cpuPerOk = cpuBefore !== undefined && cpuAfter !== undefined && measured.ok > 0 ? (cpuAfter - cpuBefore) / measured.ok : undefined;
   const pgCpuPerOk = pgUsed !== undefined && measured.ok > 0 ? pgUsed / measured.ok : undefined;
+  // wrk is the only child that exits during the run, so the children's CPU that grew is its own.
+  const loadCpuPerOk = loadBefore !== undefined && loadAfter !== undefined && measured.ok > 0 ? (loadAfter - loadBefore) / measured.ok : undefined;
   log(`  ${name}: ${measured.rps.toFixed(0)} req/s, p50 ${fmt(measured.p50, 1)} ms, p99 ${fmt(measured.p99, 1)} ms, 2xx ${measured.ok}, non-2xx ${measured.non2xx}` +
-    `${cpuPerOk === undefined ? '' : `, ${fmt(cpuPerOk, 1)} µs CPU per 2xx`}${pgCpuPerOk === undefined ? '' : ` (PostgreSQL backends ${fmt(pgCpuPerOk, 1)} µs)`}`);
+    `${cpuPerOk === undefined ? '' : `, ${fmt(cpuPerOk, 1)} µs CPU per 2xx`}${pgCpuPerOk === undefined ? '' : ` (PostgreSQL backends ${fmt(pgCpuPerOk, 1)} µs)`}` +
+    `${loadCpuPerOk === undefined ? '' : `; load generator ${fmt(loadCpuPerOk, 1)} µs`}`);
   let paced: PhaseSummary | undefined;
   if (pacedRate) {
     log(`  ${name}: ${settings.duration} s at ${fmt(pacedRate)}/s, open loop (machine load average ${loadText()})`);
@@ -369,7 +374,7 @@ async function phase(name: string, url: string, requests: (stage: Stage) => Requ
     log(`  ${name}: ${paced.ok} 2xx of ${fmt(pacedRate * settings.duration)} scheduled` +
       `${p ? `; from the schedule p50 ${fmt(p.p50, 1)} ms, p99 ${fmt(p.p99, 1)} ms; sends behind the schedule p99 ${fmt(p.lagP99, 1)} ms` : ''}`);
   }
-  return { warm, measured, paced, wal, cpuPerOk, pgCpuPerOk };
+  return { warm, measured, paced, wal, cpuPerOk, pgCpuPerOk, loadCpuPerOk };
 }
 
 /** Runs tasks with at most `concurrency` in flight. */
@@ -590,6 +595,31 @@ function pacedP99(run: PhaseSummary | undefined): number | undefined {
   return l.p99;
 }
 
+/** What a phase spent per 2xx, in µs of CPU: the answering process, its PostgreSQL backends and wrk. */
+interface CpuPerRequest {
+  cpuPerOk?: number | undefined;
+  pgCpuPerOk?: number | undefined;
+  loadCpuPerOk?: number | undefined;
+}
+
+/**
+ * The most clicks a second the machine's cores could answer at this run's CPU per click (service,
+ * PostgreSQL backends and load generator), with every core busy all the time, beside what the
+ * ratio target asks: no tuning of waits or batch sizes reaches a rate above this line, only less
+ * CPU per click does.
+ */
+function clickCeiling(click: CpuPerRequest, baseRps: number): string | undefined {
+  const { cpuPerOk, pgCpuPerOk, loadCpuPerOk } = click;
+  if (cpuPerOk === undefined || pgCpuPerOk === undefined || loadCpuPerOk === undefined) return undefined;
+  const cores = availableParallelism();
+  const total = cpuPerOk + pgCpuPerOk + loadCpuPerOk;
+  const ceiling = (cores * 1e6) / total;
+  const targetRps = TARGET_CLICKS_X_BASELINE * baseRps;
+  return `click ceiling: ${cores} cores always busy at this run's ${fmt(total, 1)} µs per click (service ${fmt(cpuPerOk, 1)} + ` +
+    `PostgreSQL backends ${fmt(pgCpuPerOk, 1)} + load generator ${fmt(loadCpuPerOk, 1)}) answer at most ${fmt(ceiling)}/s = ` +
+    `${(ceiling / baseRps).toFixed(2)} x baseline; ${TARGET_CLICKS_X_BASELINE} x (${fmt(targetRps)}/s) needs at most ${fmt((cores * 1e6) / targetRps, 1)} µs per click in all`;
+}
+
 async function main(): Promise<number> {
   const started = Date.now();
   log(`ingest benchmark: node ${process.version}, fastify ${fastifyPackage.version}, ${availableParallelism()} CPUs, ` +
@@ -700,6 +730,8 @@ async function main(): Promise<number> {
     log(`  click    ${fmt(clickPhase.measured.rps)} req/s = ${ratio.toFixed(2)} x baseline (target ${TARGET_CLICKS_X_BASELINE}), ${cpu(clickPhase)}` +
       `${clickPhase.cpuPerOk !== undefined && baselinePhase.cpuPerOk !== undefined ? ` = ${(clickPhase.cpuPerOk / baselinePhase.cpuPerOk).toFixed(2)} x baseline` : ''}`);
     if (clickPhase.pgCpuPerOk !== undefined) log(`  click PostgreSQL CPU (the bench database's backends): ${fmt(clickPhase.pgCpuPerOk, 1)} µs per 2xx`);
+    const ceiling = clickCeiling(clickPhase, baselinePhase.measured.rps);
+    if (ceiling) log(`  ${ceiling}`);
     if (clickPhase.wal) {
       const per = Math.max(1, clickPhase.measured.ok);
       log(`  click WAL: ${(clickPhase.wal.syncs / per).toFixed(3)} syncs, ${(clickPhase.wal.records / per).toFixed(1)} records, ${fmt(clickPhase.wal.bytes / per)} bytes per 2xx`);
@@ -840,6 +872,8 @@ async function main(): Promise<number> {
   log(`  clicks >= ${fmt(TARGET_CLICKS_PER_S)}/s: ${fmt(clickPhase.measured.rps)}/s  ${verdict(clickPhase.measured.rps >= TARGET_CLICKS_PER_S)}`);
   log(`  click p99 <= ${TARGET_P99_MS} ms: ${fmt(clickPhase.measured.p99, 1)} ms  ${verdict(clickPhase.measured.p99 <= TARGET_P99_MS)}`);
   log(`  clicks >= ${TARGET_CLICKS_X_BASELINE} x baseline: ${xBase(clickPhase.measured.rps)}  ${verdict(clickPhase.measured.rps >= TARGET_CLICKS_X_BASELINE * baseRps)}`);
+  const ceiling = clickCeiling(clickPhase, baseRps);
+  if (ceiling) log(`    ${ceiling}`);
   for (const p of writes) {
     const name = `${p.measured.name}s`.padEnd(7);
     const atRate = pacedP99(p.paced);

@@ -57,7 +57,7 @@ import type { LogMessage } from '../pipeline/event-log.js';
 import type { OutboxRow } from '../schemas/event-contract.js';
 import { topicsOf } from '../pipeline/topics.js';
 import { loaderBreakdown, relayBreakdown } from './pipeline-breakdown.js';
-import { BrokerAdmin, kafkaConfig, runBaseline, type BaselineResult } from './pipeline-kafka.js';
+import { BrokerAdmin, CONSUME_ROUNDS, kafkaConfig, runBaseline, type BaselineResult } from './pipeline-kafka.js';
 import type { TableSummary } from './pipeline-warehouse.js';
 import { running, startChild, stopChild, waitForHttp, freePort, type Child } from './processes.js';
 import { intSetting } from './setup.js';
@@ -288,6 +288,24 @@ function cpuUse(before: CpuSnapshot, after: CpuSnapshot): CpuUse {
   ms.postgres = pgMs;
   const total = after.machine.total - before.machine.total;
   return { ms, machineBusy: total > 0 ? (after.machine.busy - before.machine.busy) / total : 0, seconds: (after.at - before.at) / 1000 };
+}
+
+/**
+ * The most events a second the machine's cores could carry at a run's CPU per event (the processes
+ * named), with every core busy all the time, beside what a ratio target asks: no tuning of waits
+ * or batch sizes reaches a rate above this line, only less CPU per event does.
+ */
+function ceilingLine(cpu: CpuUse, names: string[], events: number, baseRate: number, targetX: number): string {
+  const cores = availableParallelism();
+  // A process whose CPU could not be read is left out and named: the ceiling is then too high.
+  const measured = names.filter((name) => cpu.ms[name] !== undefined);
+  const missing = names.filter((name) => cpu.ms[name] === undefined);
+  const perThousandMs = measured.reduce((sum, name) => sum + perThousand(cpu.ms[name], events), 0);
+  const ceiling = (cores * 1e6) / perThousandMs;
+  return `ceiling: ${cores} cores always busy at this run's ${fmt(perThousandMs, 1)} ms per 1,000 events (${measured.join(' + ')}` +
+    `${missing.length ? `; not read: ${missing.join(', ')}` : ''}) carry at most ` +
+    `${fmt(ceiling)}/s = ${ratio(ceiling, baseRate)}; ${targetX.toFixed(2)}x (${fmt(targetX * baseRate)}/s) needs at most ` +
+    `${fmt((cores * 1e6) / (targetX * baseRate), 1)} ms per 1,000 in all`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -805,7 +823,7 @@ async function main(): Promise<number> {
   if (settings.phases.includes('throughput')) {
     log('\nbaseline: the same Avro messages through the broker with kafkajs alone');
     const messages = await encodedOutbox(db, `${RUN}base.`);
-    state.groups.push(`${RUN}base`);
+    for (let round = 1; round <= CONSUME_ROUNDS; round++) state.groups.push(`${RUN}base-${round}`);
     baseline = await runBaseline({
       config: kafkaConfig(settings.brokers, 'kafkajs', `${RUN}base.`),
       topics: topicsOf(createAvroCodec(), `${RUN}base.`).events,
@@ -818,7 +836,7 @@ async function main(): Promise<number> {
       timeoutMs: DRAIN_TIMEOUT_MS,
     });
     const avgBytes = messages.reduce((n, m) => n + m.value.length, 0) / messages.length;
-    log(`  produce ${fmt(baseline.producePerS)} events/s, consume ${fmt(baseline.consumePerS)} events/s (${fmt(avgBytes)} bytes per message on average)`);
+    log(`  produce ${fmt(baseline.producePerS)} events/s, consume ${fmt(baseline.consumePerS)} events/s, the median of ${baseline.consumeRoundsPerS.map((r) => fmt(r)).join(', ')} (${fmt(avgBytes)} bytes per message on average)`);
     log(`  CPU ms per 1,000 events: produce ${fmt(baseline.produceCpuPerThousand, 1)}, consume ${fmt(baseline.consumeCpuPerThousand, 1)} (load ${loadText()})`);
     messages.length = 0;
 
@@ -912,6 +930,7 @@ async function main(): Promise<number> {
       log(`    CPU ms per 1,000 events: relay ${fmt(perThousand(r.cpu.ms.relay, r.loader!.events), 1)} (bare produce ${fmt(baseline.produceCpuPerThousand, 1)}, ` +
         `${ratio(perThousand(r.cpu.ms.relay, r.loader!.events), baseline.produceCpuPerThousand)}), loader ${fmt(perThousand(r.cpu.ms.loader, r.loader!.events), 1)} ` +
         `(bare consume ${fmt(baseline.consumeCpuPerThousand, 1)}, ${ratio(perThousand(r.cpu.ms.loader, r.loader!.events), baseline.consumeCpuPerThousand)})`);
+      log(`    ${ceilingLine(r.cpu, ['relay', 'loader', 'postgres', 'broker'], r.loader!.events, baseline.producePerS, TARGET_END_TO_END_X_PRODUCE)}`);
     }
     for (const r of throughput.filter((t) => t.loader && !t.relay)) {
       const x = r.loader!.perS / baseline.consumePerS;
@@ -919,6 +938,7 @@ async function main(): Promise<number> {
       log(`  ${r.label}: ${fmt(r.loader!.perS)} events/s = ${x.toFixed(2)}x the bare consume (${fmt(baseline.consumePerS)}/s); ` +
         `target >= ${TARGET_LOADER_X_CONSUME.toFixed(2)}x: ${verdict(x >= TARGET_LOADER_X_CONSUME)}; ` +
         `CPU ${fmt(cpu, 1)} ms per 1,000 events (bare consume ${fmt(baseline.consumeCpuPerThousand, 1)}, ${ratio(cpu, baseline.consumeCpuPerThousand)})`);
+      log(`    ${ceilingLine(r.cpu, ['loader', 'broker'], r.loader!.events, baseline.consumePerS, TARGET_LOADER_X_CONSUME)}`);
     }
   }
   for (const r of fresh) {

@@ -89,14 +89,28 @@ const TICKS_PER_SECOND = 100;
  * Resolution is one tick (10 ms): good for runs that burn seconds of CPU.
  */
 export function processCpuMicros(pid: number): number | undefined {
+  return statCpuMicros(`/proc/${pid}/stat`, 11);
+}
+
+/**
+ * CPU time (user + system) of this process's children that have exited and been waited for, in µs
+ * (cutime and cstime of /proc/self/stat). Taken around a load generator's run while the other
+ * children still run, the difference is that load generator's CPU.
+ */
+export function exitedChildrenCpuMicros(): number | undefined {
+  return statCpuMicros('/proc/self/stat', 13);
+}
+
+/** utime + stime (or, from field 16 on, cutime + cstime) of a stat file, in µs. */
+function statCpuMicros(path: string, firstField: 11 | 13): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     // The command name (field 2) is in parentheses and may contain spaces: count from after it.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const utime = Number(fields[11]); // field 14
-    const stime = Number(fields[12]); // field 15
-    if (!Number.isFinite(utime) || !Number.isFinite(stime)) return undefined;
-    return ((utime + stime) * 1e6) / TICKS_PER_SECOND;
+    const user = Number(fields[firstField]); // field 14 (utime) or 16 (cutime)
+    const system = Number(fields[firstField + 1]); // field 15 (stime) or 17 (cstime)
+    if (!Number.isFinite(user) || !Number.isFinite(system)) return undefined;
+    return ((user + system) * 1e6) / TICKS_PER_SECOND;
   } catch {
     return undefined;
   }
