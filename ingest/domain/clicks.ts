@@ -90,20 +90,19 @@ export interface ClickWriter {
 
 export interface ClickWriterOptions {
   maxBatch?: number;
-  /** Statements in flight at once; more arrivals wait and join the next batch. */
-  maxInFlight?: number;
 }
 
 /**
- * Two, not more: each statement commits, and a commit waits for its WAL flush. When this was set,
- * an fdatasync took 2.5 to 3.3 ms on the bench machine: at 50 connections four statements in
- * flight carried about 13 clicks each, about one flush apiece, and flushes capped clicks near
- * 5,000 to 6,400/s; two carry more clicks each (17 to 21 under load), and one statement still runs
- * while the other waits for its flush. With flushes at 0.26 ms (2026-11-24), two, three and four
- * gave medians of 0.36x, 0.24x and 0.29x of the bare route over three rounds each: the machine's
- * noise, and no reason to change (docs/architecture.md, "Rules that exist only for speed").
+ * One at a time: the clicks that arrive while a statement runs all go into the next one, so each
+ * statement's fixed cost is shared by as many clicks as possible. That cost is about 170 µs of a
+ * PostgreSQL backend's CPU whatever the statement's size (about 65 µs of it system time: the
+ * commit's WAL flush, the socket), against about 11 µs per click. Two in flight were right when a
+ * flush took 2.5 to 3.3 ms: one statement ran while the other waited for its flush. With flushes
+ * at 0.1 to 0.3 ms (2026-11-24), one in flight gave 0.33x and 0.34x of the bare route against
+ * 0.30x and 0.31x with two, alternating, at 71 against 82 to 84 µs of CPU per click in all
+ * (docs/performance.md, "One click statement in flight"). PGlite has one connection in any case.
  */
-const CLICK_STATEMENTS_IN_FLIGHT = 2;
+const CLICK_STATEMENTS_IN_FLIGHT = 1;
 
 /** Clicks are the hottest path: written in batches (batched-statement.ts), one statement and one commit per batch. */
 export function createClickWriter(db: Database, options: ClickWriterOptions = {}): ClickWriter {
@@ -124,7 +123,12 @@ export function createClickWriter(db: Database, options: ClickWriterOptions = {}
         }
       });
     },
-    { maxBatch: options.maxBatch ?? 500, maxInFlight: db.kind === 'pglite' ? 1 : (options.maxInFlight ?? CLICK_STATEMENTS_IN_FLIGHT) },
+    { maxBatch: options.maxBatch ?? 500, maxInFlight: CLICK_STATEMENTS_IN_FLIGHT },
   );
-  return { record: (input) => record({ ...input, clickId: randomUUID() }) };
+  // Named fields, not a spread: with the spread this line was 2.5 % of the service's profile under
+  // load, and without it the service spent 40.0 and 40.7 µs of CPU per click against 44.5 and 43.8
+  // (bench/click-cpu.ts with BENCH_COMPARE, medians of three alternating rounds, twice).
+  return {
+    record: ({ affCode, affiliateUrl, test, origin }) => record({ affCode, affiliateUrl, test, origin, clickId: randomUUID() }),
+  };
 }
