@@ -205,7 +205,7 @@ async function createDataDir(dataDir: string, params: string[], templateFile?: s
   await createDataDirFromTemplate(partial, params, templateFile);
   syncTree(partial);
   renameSync(partial, dataDir);
-  syncPath(dirname(dataDir));
+  syncPath(parent);
 }
 
 function syncTree(path: string): void {
