@@ -33,6 +33,7 @@ describe('dashboard page assets', () => {
     expect(DASHBOARD_CSP).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     expect(res.headers['referrer-policy']).toBe('no-referrer');
+    expect(res.headers['x-frame-options']).toBe('DENY');
     expect(res.headers.etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
     expect((await app.inject({ url: '/dashboard/' })).headers.location).toBe('/dashboard');
   });

@@ -56,6 +56,26 @@ describe.each(databaseKinds())('management API on %s', (kind) => {
     expect(res.json()).toEqual({ data: null, error: { status: 400, name: 'BadRequestError', message, details: {} } });
   });
 
+  it('takes the domain as a host name only, stored lower case (IDN as punycode); anything else is refused and writes nothing', async () => {
+    const made = await create({ name: 'Shop', domain: 'Shop.Bücher.Example', commission_type: 'fixed', commission_rate: 5 });
+    expect(made.statusCode).toBe(200);
+    expect(made.json().data.domain).toBe('shop.xn--bcher-kva.example');
+    const id = made.json().data.id as number;
+    const list = async () => (await app.inject({ method: 'GET', url: '/api/tracking/programs', headers: as(ws.ownerToken) })).json().data as { id: number; domain: string }[];
+    const before = await list();
+    const message = 'domain must be a host name such as shop.example.com (no scheme, port or path)';
+    for (const domain of ['https://shop.example', 'shop.example/path', 'shop.example:8080', 'shop example', 'user@shop.example', 'a..b', '-shop.example', 'shop_1.example', '', 'x'.repeat(64) + '.example', 'shop.example?aff=1', 7]) {
+      const created = await create({ name: 'Shop', domain, commission_type: 'fixed', commission_rate: 5 });
+      expect(created.statusCode, String(domain)).toBe(400);
+      expect(created.json().error.message).toBe(message);
+      const patched = await app.inject({ method: 'PATCH', url: `/api/tracking/programs/${id}`, headers: as(ws.ownerToken), payload: { domain } });
+      expect(patched.statusCode, String(domain)).toBe(400);
+      expect(patched.json().error.message).toBe(message);
+    }
+    expect(await list()).toEqual(before);
+    expect(before.find((p) => p.id === id)?.domain).toBe('shop.xn--bcher-kva.example');
+  });
+
   it('needs a dashboard session; a program key is not one', async () => {
     const p = await createTestProgram(app, t.db, {}, ws);
     for (const token of [null, 'dsh_unknown', p.apiKey]) {

@@ -250,15 +250,35 @@ describe.each(databaseKinds())('server SDK against the real service on %s', (kin
       { amount_cents: 4_900, currency: 'USD', is_recurring: true, sale_type: 'subscription', subscription_id: 'sub_123', status: 'paid' },
     ]);
 
+    // The 409 names this program's own sale: already recorded, a success.
     const duplicate = await sdk().trackSale({ customerExternalId, amount: 4_900, invoiceId, currency: 'eur' });
     expect(duplicate).toMatchObject({
-      ok: false,
+      ok: true,
+      alreadyRecorded: true,
       status: 409,
-      data: null,
       attempts: 1,
-      error: { code: 'duplicate_transaction', message: 'Duplicate transaction_id. This sale has already been recorded.', details: { sale_id: sale.data!.sale_id } },
+      error: null,
+      data: { sale_id: sale.data!.sale_id, transaction_id: invoiceId, already_recorded: true },
     });
     expect(await salesOf(invoiceId)).toHaveLength(1);
+  });
+
+  it("a 409 for another program's transaction_id is a failure the caller sees (transaction_id_collision), never 'already recorded'", async () => {
+    const other = await createTestProgram(app, db);
+    const invoiceId = unique('in');
+    const first = await new Svc({ apiKey: other.apiKey, baseUrl }).trackLead({ customerExternalId: 'theirs', clickId: await click(other) });
+    expect(first).toMatchObject({ ok: true });
+    const theirs = await new Svc({ apiKey: other.apiKey, baseUrl }).trackSale({ customerExternalId: 'theirs', amount: 1_000, invoiceId });
+    expect(theirs).toMatchObject({ ok: true, alreadyRecorded: false, status: 200 });
+
+    const customerExternalId = await customer();
+    const before = await tableCounts(db);
+    const mine = await sdk().trackSale({ customerExternalId, amount: 4_900, invoiceId });
+    expect(mine).toMatchObject({ ok: false, alreadyRecorded: false, status: 409, data: null, attempts: 1, error: { code: 'transaction_id_collision', details: {} } });
+    expect(mine.error!.message).toContain('this sale was NOT recorded');
+    // Only the other program's sale exists under that id; this program's sale was not recorded.
+    expect(await salesOf(invoiceId)).toEqual([expect.objectContaining({ amount_cents: 1_000 })]);
+    expect(await tableCounts(db)).toEqual(before);
   });
 
   it('refuses a non-positive or non-integer amount before any request: nothing reaches the service, nothing is written', async () => {

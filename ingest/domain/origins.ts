@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url';
 import { sql, type Database } from '../../core/db.js';
 
 const anyProgram = sql(
@@ -22,4 +23,18 @@ export function canonicalOrigin(value: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * A program's domain as stored: a host name only (no scheme, port, path or user), lower case, an
+ * internationalized name in its ASCII (punycode) form; undefined when the value is not one. The
+ * referral links are built on it, so a value such as `shop.example/x?y` would make every link wrong.
+ */
+export function canonicalHostname(value: string): string | undefined {
+  // domainToASCII maps letter case and IDN; it gives '' for what no URL could hold as a host.
+  const ascii = /[\s/\\?#@:]/.test(value) ? '' : domainToASCII(value);
+  if (ascii === '' || ascii.length > 253) return undefined;
+  return ascii.split('.').every((label) => LABEL.test(label)) ? ascii : undefined;
 }

@@ -123,6 +123,7 @@ export const M = {
     leadAuth: 'lead_auth must be server_required or browser_allowed', // ours
     paymentTrackingMode: 'paymentTrackingMode must be processor_connect or s2s', // ours
     text: (name: string, max: number) => `${name} must be a string of 1 to ${max} characters`, // ours
+    domain: 'domain must be a host name such as shop.example.com (no scheme, port or path)', // ours
     partnerName: 'name is required and must be a string of 1 to 200 characters', // ours
     email: 'email must be a valid email address', // ours
     affCode: 'aff_code must be 3 to 64 letters, digits, dashes or underscores', // ours

@@ -77,7 +77,8 @@ export const cliLoginPageRoutes: FastifyPluginAsync<CliLoginPageDeps> = async (a
   app.get(LOGIN_PAGE_PATH, { config: { surface: 'other' }, schema: { hide: true } }, async (request, reply) => {
     const state = (request.query as { state?: unknown }).state;
     const session = typeof state === 'string' && state.length <= 256 ? await sessionAwaitingSignIn(db, state) : undefined;
-    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8');
+    // X-Frame-Options: the CSP's frame-ancestors for browsers that read only the older header.
+    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').header('x-frame-options', 'DENY').type('text/html; charset=utf-8');
     if (!identity || !session || typeof state !== 'string') {
       return reply.status(404).send(page('svc login', `<h1>svc login</h1><p class="error">${escapeHtml(M.cli.loginPageGone)}</p>`));
     }

@@ -17,7 +17,7 @@ import { PlatformError, TypedError, body, echo } from '../http/schemas.js';
 import { hashSecret } from '../domain/secrets.js';
 import type { IdentityVerifier } from '../oidc/verifier.js';
 import { StatusOk } from './dashboard.js';
-import { Program, checkCommissionRate, commissionRate, commissionType, programView, requiredText } from './management.js';
+import { Program, checkCommissionRate, commissionRate, commissionType, programDomain, programView, requiredText } from './management.js';
 
 /** How the CLI's browser login reaches its OpenID provider and the login page. */
 export interface CliIdentity {
@@ -56,7 +56,7 @@ const PollQuery = z.object({ state: z.string({ error: M.cli.pollMissingState }).
 const ADVERTISER = M.cli.advertiserId;
 const InitBody = body({
   name: requiredText(200, 'name'),
-  domain: requiredText(253, 'domain'),
+  domain: programDomain,
   commission_type: commissionType,
   commission_rate: commissionRate,
   advertiser_id: z.number({ error: ADVERTISER }).int(ADVERTISER).positive(ADVERTISER).max(Number.MAX_SAFE_INTEGER, ADVERTISER).optional(),

@@ -36,6 +36,8 @@ export const DASHBOARD_CSP = [
 
 const SECURITY_HEADERS: Record<string, string> = {
   'Content-Security-Policy': DASHBOARD_CSP,
+  // frame-ancestors 'none' for the browsers that read only the older header.
+  'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Opener-Policy': 'same-origin',

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { sql, type Database } from '../../core/db.js';
 import { issueProgramKey } from '../domain/api-keys.js';
 import { COMMISSION_TYPES, type CommissionType } from '../domain/commissions.js';
-import { canonicalOrigin } from '../domain/origins.js';
+import { canonicalHostname, canonicalOrigin } from '../domain/origins.js';
 import { createPartner, createProgram, getProgram, referralUrl, setLinkEnabled, updateProgram, type ProgramView } from '../domain/programs.js';
 import { revokeSession, workspacesOf } from '../domain/workspaces.js';
 import { createAuth, parseSessionHeader } from '../http/auth.js';
@@ -56,9 +56,18 @@ export const requiredText = (max: number, name: string) =>
     .string({ error: (issue) => (issue.input === undefined ? MISSING : M.management.text(name, max)) })
     .pipe(text(max, M.management.text(name, max)));
 
+/** A program's domain: a host name, kept in its canonical form (the referral links are built on it). */
+export const programDomain = z
+  .string({ error: (issue) => (issue.input === undefined ? MISSING : M.management.domain) })
+  .transform((value, ctx) => {
+    const host = canonicalHostname(value);
+    if (!host) ctx.addIssue({ code: 'custom', message: M.management.domain });
+    return host ?? z.NEVER;
+  });
+
 const CreateProgramBody = body({
   name: requiredText(200, 'name'),
-  domain: requiredText(253, 'domain'),
+  domain: programDomain,
   commission_type: commissionType,
   commission_rate: commissionRate,
   workspace_id: z.number({ error: WORKSPACE }).int(WORKSPACE).positive(WORKSPACE).max(Number.MAX_SAFE_INTEGER, WORKSPACE).optional(),
@@ -67,7 +76,7 @@ const CreateProgramBody = body({
 
 const UpdateProgramBody = body({
   name: text(200, M.management.text('name', 200)).optional(),
-  domain: text(253, M.management.text('domain', 253)).optional(),
+  domain: programDomain.optional(),
   commission_type: commissionType.optional(),
   commission_rate: commissionRate.optional(),
   ...settings,

@@ -5,6 +5,7 @@ import type {
   RetryOptions,
   RefundData,
   SaleData,
+  SaleResult,
   ServerSdkOptions,
   SvcResult,
   TrackLeadOptions,
@@ -25,8 +26,29 @@ function retryBounds(given: RetryOptions | undefined): Required<RetryOptions> {
 
 /** What trackRenewal resolves to: the sale's result, or why no sale was sent. */
 export type RenewalResult =
-  | (SvcResult<SaleData> & { skipped: false })
+  | (SaleResult & { skipped: false })
   | { skipped: true; reason: RenewalSkipReason; message: string };
+
+/**
+ * Tells the two kinds of 409 apart. The service names the sale in `error.details.sale_id` only when
+ * it belongs to the key's own program; without it another program holds the transaction_id, and a
+ * caller that took every 409 for "already recorded" would lose this sale without a word.
+ */
+function saleResult(result: SvcResult<SaleData>, invoiceId: string): SaleResult {
+  if (result.ok || result.status !== 409) return { ...result, alreadyRecorded: false };
+  const saleId = result.error.details?.sale_id;
+  if (typeof saleId === 'string' && saleId !== '') {
+    return { ...result, ok: true, alreadyRecorded: true, data: { sale_id: saleId, transaction_id: invoiceId, already_recorded: true }, error: null };
+  }
+  const error = {
+    ...result.error,
+    code: 'transaction_id_collision',
+    message:
+      `invoiceId ${JSON.stringify(invoiceId)} is already the transaction_id of another program's sale: this sale was NOT recorded. ` +
+      "Use your payment processor's ids (pi_..., in_..., ch_...) as invoiceId; readiness lists the collision under transaction_id_collisions.",
+  };
+  return { ...result, alreadyRecorded: false, error };
+}
 
 /**
  * The server SDK. Constructed once with the program API key; every call resolves to a result
@@ -70,18 +92,17 @@ export class Svc {
   }
 
   /** A sale. A non-positive or non-integer amount is refused here, before any request. */
-  trackSale(options: TrackSaleOptions): Promise<SvcResult<SaleData>> {
+  async trackSale(options: TrackSaleOptions): Promise<SaleResult> {
     options ??= {} as TrackSaleOptions;
     const { amount } = options;
     if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount <= 0) {
-      return Promise.resolve(
-        refusedBeforeSending<SaleData>(
-          'invalid_amount',
-          `amount must be a positive integer number of cents; got ${typeof amount === 'number' ? amount : typeof amount}. No request was sent.`,
-        ),
+      const refused = refusedBeforeSending<SaleData>(
+        'invalid_amount',
+        `amount must be a positive integer number of cents; got ${typeof amount === 'number' ? amount : typeof amount}. No request was sent.`,
       );
+      return { ...refused, alreadyRecorded: false };
     }
-    return send<SaleData>(this.#transport, 'trackSale', '/api/v1/track/sale', {
+    const result = await send<SaleData>(this.#transport, 'trackSale', '/api/v1/track/sale', {
       transaction_id: options.invoiceId,
       amount_cents: amount,
       customer_key: options.customerExternalId,
@@ -90,6 +111,7 @@ export class Svc {
       sale_type: options.saleType,
       subscription_id: options.subscriptionId,
     });
+    return saleResult(result, options.invoiceId);
   }
 
   /** A full refund (or chargeback) of the sale recorded under invoiceId. */

@@ -153,10 +153,26 @@ interface ResultBase {
 }
 
 /**
- * What every call resolves to; a call never throws on an API failure or a network error. A
- * 409 on a sale (already recorded under this `invoiceId`) is a failure whose caller may treat
- * it as success, as the spec says.
+ * What every call resolves to; a call never throws on an API failure or a network error.
  */
 export type SvcResult<Data> =
   | (ResultBase & { ok: true; data: Data; error: null })
   | (ResultBase & { ok: false; data: null; error: ServiceError });
+
+/** `data` of a sale answered 409 for this program's own sale: it was recorded before under this `invoiceId`. */
+export interface AlreadyRecordedSale {
+  sale_id: string;
+  transaction_id: string;
+  already_recorded: true;
+}
+
+/**
+ * What trackSale resolves to. A 409 naming this program's own sale (a retry or a redelivery whose
+ * first attempt got through) is a success with `alreadyRecorded: true`. A 409 without it means the
+ * `invoiceId` belongs to another program's sale: this sale was NOT recorded, `ok` is false and
+ * `error.code` is `transaction_id_collision`.
+ */
+export type SaleResult =
+  | (ResultBase & { ok: true; alreadyRecorded: false; data: SaleData; error: null })
+  | (ResultBase & { ok: true; alreadyRecorded: true; data: AlreadyRecordedSale; error: null })
+  | (ResultBase & { ok: false; alreadyRecorded: false; data: null; error: ServiceError });
