@@ -29,7 +29,6 @@ export interface ClickRow {
 
 const EARLIEST = '1970-01-01 00:00:00.000000';
 const LATEST = '2299-12-31 00:00:00.000000';
-const WAREHOUSE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$/;
 
 // FINAL: a redelivered click is one row. The tuple comparison resumes after the cursor's click.
 export const clicksPageSql = sql(
@@ -47,8 +46,6 @@ export const clicksPageSql = sql(
 
 /** An ISO 8601 instant as the warehouse reads it: UTC, space-separated, microseconds. */
 const warehouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '000');
-
-export const isWarehouseTime = (value: string) => WAREHOUSE_TIME.test(value);
 
 export async function clicksPage(warehouse: Warehouse, r: ClickPageRequest) {
   const rows = await warehouse.query<{ click_id: string; partner_id: number | null; referral_link_id: number; test: boolean | number; at: string }>(

@@ -8,6 +8,8 @@
  *   npm run ops -- revoke-agent-key <keyId>
  *   npm run ops -- list-agent-keys <workspaceId>
  *   npm run ops -- revoke-sessions <email>
+ *   npm run ops -- suspend-user <email>
+ *   npm run ops -- reinstate-user <email>
  */
 import { mkdir } from 'node:fs/promises';
 import { loadConfig } from '../core/config.js';
@@ -15,7 +17,7 @@ import { openDatabase } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
 import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../ingest/domain/agent-keys.js';
 import { markKeyForRotation } from '../ingest/domain/api-keys.js';
-import { addMember, createSession, createWorkspace, revokeUserSessions, type Role } from '../ingest/domain/workspaces.js';
+import { addMember, createSession, createWorkspace, reinstateUser, revokeUserSessions, suspendUser, type Role } from '../ingest/domain/workspaces.js';
 
 const usage = `usage:
   npm run ops -- mark-key-rotation <programId> <deadline ISO 8601>
@@ -24,7 +26,9 @@ const usage = `usage:
   npm run ops -- issue-agent-key <workspaceId> <scopes: all | comma-separated> [name]
   npm run ops -- revoke-agent-key <keyId>
   npm run ops -- list-agent-keys <workspaceId>
-  npm run ops -- revoke-sessions <email>`;
+  npm run ops -- revoke-sessions <email>
+  npm run ops -- suspend-user <email>
+  npm run ops -- reinstate-user <email>`;
 
 const positiveId = (value: string | undefined): number => {
   const id = Number(value);
@@ -90,6 +94,22 @@ async function main(argv: string[]) {
         const revoked = await revokeUserSessions(db, email);
         if (!revoked.users) throw new Error(`no user has the email ${email}`);
         console.log(`${email}: ${revoked.sessions} dashboard session(s) and ${revoked.loginTokens} CLI login token(s) revoked`);
+        return;
+      }
+      // A hold, not a sign-out: every credential of the person is refused until reinstate-user.
+      case 'suspend-user': {
+        const [email] = args;
+        if (!email) throw new Error(usage);
+        const since = await suspendUser(db, email);
+        if (!since) throw new Error(`no user has the email ${email}`);
+        console.log(`${email}: suspended since ${since.toISOString()}; dashboard sessions and CLI login tokens are refused until reinstate-user`);
+        return;
+      }
+      case 'reinstate-user': {
+        const [email] = args;
+        if (!email) throw new Error(usage);
+        if (!(await reinstateUser(db, email))) throw new Error(`no user has the email ${email}`);
+        console.log(`${email}: reinstated; sessions and login tokens that have not expired or been revoked work again`);
         return;
       }
       default:

@@ -174,6 +174,81 @@ describe.each(databaseKinds())('agent MCP server on %s', (kind) => {
     expect(viaTool).toEqual(next.json());
   });
 
+  // Issue 27, point 7. Each list: its name in the cursor, the time text its store prints, its id shape.
+  const LISTS: Record<string, { list: string; time: 'postgres' | 'warehouse'; id: 'uuid' | 'bigint' | 'text' }> = {
+    list_sales: { list: 'sales', time: 'postgres', id: 'uuid' },
+    list_commissions: { list: 'commissions', time: 'postgres', id: 'uuid' },
+    list_partners: { list: 'partners', time: 'postgres', id: 'bigint' },
+    list_clicks: { list: 'clicks', time: 'warehouse', id: 'text' },
+  };
+  const GOOD_TIME = { postgres: '2026-01-01 00:00:00.123456+00', warehouse: '2026-01-01 00:00:00.123456' };
+  const GOOD_ID = { uuid: '0b7e4a5c-3f2d-4e1a-9c8b-7a6f5e4d3c2b', bigint: '42', text: '0b7e4a5c-3f2d-4e1a-9c8b-7a6f5e4d3c2b' };
+  const BAD_TIMES = {
+    postgres: ['2026-13-01 00:00:00+00', '2026-02-30 00:00:00+00', '2026-01-01 24:00:00+00', '2026-01-01 00:60:00+00', '2026-01-01 00:00:60+00',
+      '0000-01-01 00:00:00+00', '2026-01-01 00:00:00+99', '2026-01-01 00:00:00', '2026-01-01T00:00:00Z', '2026-01-01 00:00:00.1234567+00', 'yesterday', ''],
+    warehouse: ['2026-13-01 00:00:00', '2026-02-30 00:00:00', '2026-01-01 24:00:00', '1899-12-31 23:59:59', '2300-01-01 00:00:00',
+      '2026-01-01 00:00:00+00', '2026-01-01T00:00:00', 'yesterday', ''],
+  };
+  const BAD_IDS = {
+    uuid: ['1', '-1', 'not-a-uuid', '0B7E4A5C-3F2D-4E1A-9C8B-7A6F5E4D3C2B', '0b7e4a5c-3f2d-4e1a-9c8b-7a6f5e4d3c2', '0b7e4a5c-3f2d-4e1a-9c8b-7a6f5e4d3c2g', ''],
+    bigint: ['0', '-1', '01', '1.5', '1e3', '9223372036854775808', '99999999999999999999999', GOOD_ID.uuid, ''],
+    text: ['', 'x'.repeat(256), 'a b', 'a\u0000b'],
+  };
+  const encoded = (value: unknown) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+  const listOps = OPERATIONS.filter((op) => 'cursor' in ((op.query as unknown as { shape?: object } | undefined)?.shape ?? {}));
+
+  it('answers a decodable but invalid cursor on every list route and its tool with the cursor 400, never a 500', { timeout: 120_000 }, async () => {
+    // A list added later fails here until it has a row above.
+    expect(listOps.map((op) => op.name).sort()).toEqual(Object.keys(LISTS).sort());
+    const client = await connect(w.keys.a);
+    const message = 'cursor is not valid; pass the next_cursor of a previous page unchanged';
+    for (const op of listOps) {
+      const { list, time, id } = LISTS[op.name]!;
+      const at = GOOD_TIME[time];
+      const good = id === 'bigint' ? GOOD_ID.bigint : GOOD_ID.uuid;
+      const cursors: [string, unknown][] = [
+        // Today's two-field form, which reached SQL with a time Postgres or the warehouse cannot read.
+        ['two fields, month 13', ['2026-13-45 25:61:61+00', good]],
+        ['two fields, February 30', [time === 'postgres' ? '2026-02-30 00:00:00+00' : '2026-02-30 00:00:00', good]],
+        ['two fields, year 0', ['0000-01-01 00:00:00+00', good]],
+        ...BAD_TIMES[time].map((bad): [string, unknown] => [`time ${JSON.stringify(bad)}`, [list, bad, good]]),
+        ...BAD_IDS[id].map((bad): [string, unknown] => [`id ${JSON.stringify(bad)}`, [list, at, bad]]),
+        ['time as a number', [list, 1767225600, good]],
+        ['id as a number', [list, at, 42]],
+        ['an extra field', [list, at, good, 'more']],
+        ['a missing id', [list, at]],
+        ['only the list', [list]],
+        ['an empty array', []],
+        ['an object', { list, at, id: good }],
+        ['a string', 'sales'],
+        ['null', null],
+        ...Object.values(LISTS)
+          .filter((other) => other.list !== list)
+          .map((other): [string, unknown] => [`a cursor of ${other.list}`, [other.list, GOOD_TIME[other.time], other.id === 'bigint' ? GOOD_ID.bigint : GOOD_ID.uuid]]),
+      ];
+      for (const [name, value] of cursors) {
+        const cursor = encoded(value);
+        const label = `${op.name}: ${name}`;
+        const http = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${op.path.replace('/programs/:programId', '')}?cursor=${cursor}`, headers: bearer(w.keys.a) });
+        expect(http.statusCode, label).toBe(400);
+        expect(http.json(), label).toEqual({ data: null, error: { status: 400, name: 'BadRequestError', message, details: {} } });
+        const tool = await client.callTool({ name: op.name, arguments: { programId: w.a.programId, cursor } });
+        expect(tool.isError, label).toBe(true);
+        expect(JSON.stringify(tool.content), label).toContain(message);
+        expect(JSON.stringify(tool.content), label).not.toContain('Internal');
+      }
+      // The checks refuse only what is wrong: a well-formed cursor of this list reads a page.
+      const first = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${op.path.replace('/programs/:programId', '')}?limit=1`, headers: bearer(w.keys.a) });
+      const issued = first.json().next_cursor as string | null;
+      for (const cursor of [issued, encoded([list, at, good])].filter((c): c is string => c !== null)) {
+        const page = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${op.path.replace('/programs/:programId', '')}?cursor=${cursor}`, headers: bearer(w.keys.a) });
+        expect(page.statusCode, `${op.name}: ${page.body}`).toBe(200);
+        const tool = await client.callTool({ name: op.name, arguments: { programId: w.a.programId, cursor } });
+        expect(tool.isError, op.name).toBeFalsy();
+      }
+    }
+  });
+
   it('authenticates with agent keys only: a program key or no key is 401, before any tool', async () => {
     for (const key of [w.a.apiKey, 'agt_unknown', '']) {
       const client = new Client({ name: 'agent-mcp-test', version: '1.0.0' });

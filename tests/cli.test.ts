@@ -75,17 +75,19 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
   const nonceOf = async (state: string) => {
     const page = await app.inject({ method: 'GET', url: `/cli/login?state=${encodeURIComponent(state)}` });
     expect(page.statusCode).toBe(200);
+    // The CSP's frame-ancestors 'none', for browsers that read only the older header.
+    expect(page.headers['x-frame-options']).toBe('DENY');
     const cfg = JSON.parse(/<script type="application\/json" id="cfg">(.*?)<\/script>/s.exec(page.body)![1]!);
     return cfg.nonce as string;
   };
-  const idToken = async (claims: Record<string, unknown>, options: { key?: Record<string, unknown>; exp?: number } = {}) => {
+  const idToken = async (claims: Record<string, unknown>, options: { key?: Record<string, unknown>; exp?: number; iat?: number } = {}) => {
     const key = options.key ?? signingKey;
     const jwt = new SignJWT({ email: 'owner@demo.example', email_verified: true, ...claims })
       .setProtectedHeader({ alg: 'RS256', kid: String(key.kid) })
       .setIssuer(provider.issuer)
-      .setAudience(typeof claims.aud === 'string' ? claims.aud : CLIENT_ID)
+      .setAudience(typeof claims.aud === 'string' || Array.isArray(claims.aud) ? (claims.aud as string | string[]) : CLIENT_ID)
       .setSubject('owner@demo.example')
-      .setIssuedAt()
+      .setIssuedAt(options.iat)
       .setExpirationTime(options.exp ?? '5m');
     return jwt.sign(await importJWK(key as JWK, 'RS256'));
   };
@@ -206,6 +208,56 @@ describe.each(databaseKinds())('CLI endpoints on %s', (kind) => {
     expect(down.statusCode).toBe(500);
     const requestId = down.headers['x-request-id'];
     expect(errorOf(down)).toMatchObject({ name: 'InternalServerError', message: `Auth callback failed (request_id: ${requestId})`, details: { request_id: requestId } });
+  });
+
+  /** A callback on a fresh login session with the token `sign` makes for its nonce; whether it bound the session. */
+  async function signIn(sign: (nonce: string) => Promise<string>) {
+    const s = await start();
+    const res = await callback({ state: s.state, id_token: await sign(await nonceOf(s.state)) });
+    const status = (await poll(s.state, s.poll_secret)).json().data?.status as string | undefined;
+    return { res, bound: status === 'complete' };
+  }
+  const userExists = async (email: string) => (await t.db.one(sql('t.id_token_user', 'SELECT id FROM users WHERE email = $1'), [email])) !== undefined;
+  /** Refused with id_token_invalid naming `why`; the session stays unbound and no user is created. */
+  async function expectRefused(name: string, email: string, sign: (nonce: string) => Promise<string>, why: RegExp) {
+    const { res, bound } = await signIn(sign);
+    expect(res.statusCode, `${name}: ${res.body}`).toBe(400);
+    expect(errorOf(res).message, name).toMatch(/^Invalid id_token: /);
+    expect(errorOf(res).message, name).toMatch(why);
+    expect(bound, name).toBe(false);
+    expect(await userExists(email), name).toBe(false);
+  }
+  async function expectAccepted(name: string, sign: (nonce: string) => Promise<string>) {
+    const { res, bound } = await signIn(sign);
+    expect(res.statusCode, `${name}: ${res.body}`).toBe(200);
+    expect(bound, name).toBe(true);
+  }
+
+  // Issue 27, point 6: the email finds (or creates) the account, so it must be verified by the provider.
+  it('id_token: email_verified must be the boolean true (absent, "true", false and 1 are refused)', async () => {
+    for (const [name, value] of [['absent', undefined], ['the string "true"', 'true'], ['false', false], ['1', 1]] as const) {
+      const email = `unverified-${name.length}-${kind}@test.example`;
+      await expectRefused(`email_verified ${name}`, email, (nonce) => idToken({ nonce, email, email_verified: value }), /email_verified|not verified/);
+    }
+    await expectAccepted('email_verified true', (nonce) => idToken({ nonce, email: `verified-${kind}@test.example`, email_verified: true }));
+  });
+
+  it('id_token: with several audiences, azp must be present and be our client id; a present azp is always ours', async () => {
+    const email = `azp-${kind}@test.example`;
+    const both = [CLIENT_ID, 'another-client'];
+    await expectRefused('several audiences, no azp', email, (nonce) => idToken({ nonce, email, aud: both }), /azp/);
+    await expectRefused('several audiences, azp of another client', email, (nonce) => idToken({ nonce, email, aud: both, azp: 'another-client' }), /azp/);
+    await expectRefused('one audience, azp of another client', email, (nonce) => idToken({ nonce, email, azp: 'another-client' }), /azp/);
+    await expectAccepted('several audiences, azp ours', (nonce) => idToken({ nonce, email: `azp-ok-${kind}@test.example`, aud: both, azp: CLIENT_ID }));
+    await expectAccepted('one audience in an array, no azp', (nonce) => idToken({ nonce, email: `azp-one-${kind}@test.example`, aud: [CLIENT_ID] }));
+  });
+
+  it('id_token: issued more than 30 seconds in the future is refused; within the skew it is accepted', async () => {
+    const nowS = () => Math.floor(Date.now() / 1000);
+    const email = `future-${kind}@test.example`;
+    await expectRefused('iat in 5 minutes', email, (nonce) => idToken({ nonce, email }, { iat: nowS() + 300 }), /iat/);
+    await expectRefused('iat in 45 seconds', email, (nonce) => idToken({ nonce, email }, { iat: nowS() + 45 }), /iat/);
+    await expectAccepted('iat in 10 seconds', (nonce) => idToken({ nonce, email: `future-ok-${kind}@test.example` }, { iat: nowS() + 10 }));
   });
 
   it('init and programs: the account token, advertiser_id, the three 401s that say to log in again, and validation', async () => {

@@ -13,10 +13,13 @@ const SESSION_RENEW_EVERY_MS = 3_600_000;
 
 const q = {
   // One indexed lookup; a live session that has not been renewed for an hour is renewed with it.
+  // A suspended user's sessions match nothing (and are not renewed) until the user is reinstated.
   sessionUser: sql(
     'sessions.user',
     `WITH live AS (
-       SELECT id, user_id, expires_at FROM dashboard_sessions WHERE token_hash = $1 AND expires_at > now()
+       SELECT s.id, s.user_id, s.expires_at
+         FROM dashboard_sessions s JOIN users u ON u.id = s.user_id AND u.suspended_at IS NULL
+        WHERE s.token_hash = $1 AND s.expires_at > now()
      ), renewed AS (
        UPDATE dashboard_sessions s SET expires_at = now() + make_interval(secs => $2::double precision / 1000)
          FROM live
@@ -36,6 +39,12 @@ const q = {
      SELECT (SELECT count(*) FROM person) AS users, (SELECT count(*) FROM sessions) AS sessions,
             (SELECT count(*) FROM tokens) AS "loginTokens"`,
   ),
+  // Suspension keeps the first time it began; every credential of the person checks it at use.
+  suspendUser: sql(
+    'users.suspend',
+    `UPDATE users SET suspended_at = COALESCE(suspended_at, now()) WHERE lower(email) = lower($1) RETURNING suspended_at AS "suspendedAt"`,
+  ),
+  reinstateUser: sql('users.reinstate', `UPDATE users SET suspended_at = NULL WHERE lower(email) = lower($1) RETURNING id`),
   workspaces: sql(
     'members.workspaces',
     `SELECT workspace_id AS "workspaceId", role FROM members WHERE user_id = $1 ORDER BY workspace_id`,
@@ -58,7 +67,7 @@ const q = {
   ),
 };
 
-/** The user of a live dashboard session: one lookup by the token's hash (unique index). */
+/** The user of a live dashboard session: one lookup by the token's hash (unique index); none for a suspended user. */
 export async function sessionUserId(db: Database, token: string): Promise<number | undefined> {
   return (await db.one<{ userId: number }>(q.sessionUser, [hashSecret(token), SESSION_IDLE_LIFETIME_MS, SESSION_RENEW_EVERY_MS]))?.userId;
 }
@@ -71,6 +80,20 @@ export async function revokeSession(db: Database, token: string): Promise<boolea
 /** The operator's revocation of a person: every dashboard session and CLI login token of the email. */
 export async function revokeUserSessions(db: Database, email: string): Promise<{ users: number; sessions: number; loginTokens: number }> {
   return (await db.one<{ users: number; sessions: number; loginTokens: number }>(q.revokeUserSessions, [email]))!;
+}
+
+/**
+ * The operator's suspension of a person: from the next lookup on, their dashboard sessions and CLI
+ * login tokens are refused and the CLI login answers ACCOUNT_BLOCKED. Nothing is deleted, so
+ * reinstating gives the same credentials back. Undefined when no user has the email.
+ */
+export async function suspendUser(db: Database, email: string): Promise<Date | undefined> {
+  return (await db.many<{ suspendedAt: Date }>(q.suspendUser, [email]))[0]?.suspendedAt;
+}
+
+/** Ends a suspension; false when no user has the email. */
+export async function reinstateUser(db: Database, email: string): Promise<boolean> {
+  return (await db.many(q.reinstateUser, [email])).length > 0;
 }
 
 export async function workspacesOf(db: Database, userId: number) {

@@ -29,9 +29,12 @@ export class IdentityProviderUnavailable extends Error {
 export interface IdentityVerifier {
   readonly settings: IdentitySettings;
   endpoints(): Promise<ProviderEndpoints>;
-  /** Checks signature (JWKS), issuer, audience, expiry, algorithm and nonce; refuses `id_token_invalid`. */
+  /** Checks signature (JWKS), issuer, audience and azp, expiry and issue time, algorithm, nonce and a verified email; refuses `id_token_invalid`. */
   verify(idToken: string, nonce: string): Promise<VerifiedIdentity>;
 }
+
+/** Clock skew allowed between us and the provider, on exp, nbf and iat alike (seconds). */
+export const CLOCK_SKEW_S = 30;
 
 const discoveryUrl = (issuer: string) => `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
 
@@ -90,15 +93,22 @@ export function createIdentityVerifier(settings: IdentitySettings): IdentityVeri
         audience: settings.audience,
         algorithms: settings.algorithms,
         requiredClaims: ['exp', 'iat', 'sub', 'nonce'],
-        clockTolerance: 30,
+        clockTolerance: CLOCK_SKEW_S,
       }));
     } catch (error) {
       if (unreachable(error)) throw new IdentityProviderUnavailable('OpenID provider keys could not be fetched', { cause: error });
       throw refused({ reason: 'id_token_invalid', detail: (error as Error).message });
     }
-    if (payload.nonce !== nonce) throw refused({ reason: 'id_token_invalid', detail: 'nonce does not match the login session' });
-    if (typeof payload.email !== 'string' || payload.email === '') throw refused({ reason: 'id_token_invalid', detail: 'the id_token carries no email' });
-    if (payload.email_verified === false) throw refused({ reason: 'id_token_invalid', detail: 'the email is not verified' });
+    const invalid = (detail: string) => refused({ reason: 'id_token_invalid', detail });
+    if (payload.nonce !== nonce) throw invalid('nonce does not match the login session');
+    // jose checks iat only against a maximum age; a token from the future is refused here.
+    if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + CLOCK_SKEW_S) throw invalid('"iat" is in the future');
+    // OpenID Connect Core 3.1.3.7: a token for several audiences names the party it was issued to.
+    if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp === undefined) throw invalid('"azp" is required when "aud" has several values');
+    if (payload.azp !== undefined && payload.azp !== settings.clientId) throw invalid('"azp" is not this client');
+    if (typeof payload.email !== 'string' || payload.email === '') throw invalid('the id_token carries no email');
+    // The email finds (or creates) the account: only a provider-verified one may.
+    if (payload.email_verified !== true) throw invalid('"email_verified" must be true: the email is not verified');
     return { email: payload.email.toLowerCase(), name: typeof payload.name === 'string' ? payload.name : undefined };
   }
 

@@ -6,15 +6,13 @@
 import type { z } from 'zod';
 import type { Database } from '../../../core/db.js';
 import type { Warehouse } from '../../../core/warehouse.js';
-import { clicksPage, isWarehouseTime } from '../../../queries/clicks.js';
+import { clicksPage } from '../../../queries/clicks.js';
 import { performance } from '../../../queries/performance.js';
 import type { AgentScope, AuthorizedProgram } from '../../domain/access.js';
 import { commissionReconciliation, commissionsPage, partnersPage, programCounts, programsOfWorkspace, salesPage, topPartners, type ListFilter } from '../../domain/agent-data.js';
 import { createAgentPartner, runAgentTestEvent, setAgentLink, type AgentActor } from '../../domain/agent-writes.js';
 import { integrationFacts, integrationStatus } from '../../domain/dashboard.js';
 import { getProgram, referralUrl } from '../../domain/programs.js';
-import { badRequest } from '../../http/errors.js';
-import { M } from '../../http/messages.js';
 import { PerformanceOk, PerformanceQuery, StatusOk } from '../dashboard.js';
 import * as S from './schemas.js';
 
@@ -71,7 +69,8 @@ const listFilter = (q: { from?: string; to?: string; partner_id?: number; status
   limit: q.limit ?? 50,
 });
 
-const pageBody = <T>(items: T[], next: S.Cursor | undefined) => ({ data: items, has_more: next !== undefined, next_cursor: next ? S.encodeCursor(next) : null });
+/** A page of a list, its next_cursor in that list's own cursor. */
+const pageBody = <T>(cursor: S.ListCursor, items: T[], next: S.Cursor | undefined) => ({ data: items, has_more: next !== undefined, next_cursor: next ? cursor.encode(next) : null });
 
 function requireWarehouse(ctx: AgentContext): Warehouse {
   if (!ctx.warehouse) throw new Error('no warehouse is configured: performance figures and clicks cannot be read');
@@ -198,7 +197,7 @@ export const OPERATIONS: readonly AgentOperation[] = [
         occurred_at: iso(s.occurred_at),
         created_at: iso(s.created_at),
       }));
-      return pageBody(items, page.next);
+      return pageBody(S.SalesCursor, items, page.next);
     },
   }),
   define({
@@ -222,7 +221,7 @@ export const OPERATIONS: readonly AgentOperation[] = [
         created_at: iso(c.created_at),
         reversed_at: isoOrNull(c.reversed_at),
       }));
-      return pageBody(items, page.next);
+      return pageBody(S.CommissionsCursor, items, page.next);
     },
   }),
   define({
@@ -258,7 +257,7 @@ export const OPERATIONS: readonly AgentOperation[] = [
         partner_id: p.partner_id === null ? null : Number(p.partner_id),
         created_at: iso(p.created_at),
       }));
-      return pageBody(items, page.next);
+      return pageBody(S.PartnersCursor, items, page.next);
     },
   }),
   define({
@@ -273,8 +272,6 @@ export const OPERATIONS: readonly AgentOperation[] = [
     annotations: READ,
     async run(ctx, { query }) {
       const f = listFilter(query);
-      // A cursor of another list carries Postgres' time text, which the warehouse does not read.
-      if (f.after && !isWarehouseTime(f.after.at)) throw badRequest(M.agent.cursor);
       const page = await clicksPage(requireWarehouse(ctx), {
         programId: programIdOf(ctx),
         from: f.from,
@@ -284,7 +281,7 @@ export const OPERATIONS: readonly AgentOperation[] = [
         after: f.after,
         limit: f.limit,
       });
-      return pageBody(page.items, page.next);
+      return pageBody(S.ClicksCursor, page.items, page.next);
     },
   }),
   define({

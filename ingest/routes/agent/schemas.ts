@@ -6,6 +6,9 @@ import { z } from 'zod';
 import { M } from '../../http/messages.js';
 import { body, text } from '../../http/schemas.js';
 import { PerformanceOk } from '../dashboard.js';
+import { listCursor, type ListCursor } from './cursor.js';
+
+export type { Cursor, ListCursor } from './cursor.js';
 
 const A = M.agent;
 const DIGITS = /^[1-9][0-9]{0,14}$/;
@@ -46,39 +49,6 @@ const rangeInOrder = (q: { from?: string; to?: string }, ctx: z.RefinementCtx) =
   if (q.from && q.to && q.from >= q.to) ctx.addIssue({ code: 'custom', message: A.timeOrder });
 };
 
-export interface Cursor {
-  at: string;
-  id: string;
-}
-
-const CURSOR_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:\d{2})?)?$/;
-
-/** Opaque to clients: the last row's time and id, base64url JSON. */
-export const encodeCursor = (c: Cursor): string => Buffer.from(JSON.stringify([c.at, c.id]), 'utf8').toString('base64url');
-
-function decodeCursor(value: string): Cursor | undefined {
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
-    if (!Array.isArray(parsed) || parsed.length !== 2) return undefined;
-    const [at, id] = parsed as unknown[];
-    if (typeof at !== 'string' || typeof id !== 'string' || !CURSOR_TIME.test(at) || id.length === 0 || id.length > 255) return undefined;
-    return { at, id };
-  } catch {
-    return undefined;
-  }
-}
-
-const cursor = z
-  .string({ error: A.cursor })
-  .max(1024, A.cursor)
-  .transform((value, ctx) => {
-    const decoded = decodeCursor(value);
-    if (!decoded) ctx.addIssue({ code: 'custom', message: A.cursor });
-    return decoded ?? z.NEVER;
-  })
-  .optional()
-  .describe('next_cursor of the previous page; omit for the first page');
-
 /** 1 to 100, as a number or its digits; every way of getting it wrong has the one message. */
 function pageSize() {
   const m = A.limit;
@@ -89,8 +59,8 @@ const limitParam = pageSize()
   .optional()
   .describe('Items per page, 1 to 100 (default 50)');
 
-/** A cursor-paginated list's query: time range, partner, status, page. */
-export const listQuery = <const S extends readonly [string, ...string[]]>(statuses: S, statusHelp: string) =>
+/** A cursor-paginated list's query: time range, partner, status, page (the list's own cursor). */
+export const listQuery = <const S extends readonly [string, ...string[]]>(cursor: ListCursor, statuses: S, statusHelp: string) =>
   z
     .strictObject(
       {
@@ -98,16 +68,23 @@ export const listQuery = <const S extends readonly [string, ...string[]]>(status
         partner_id: positiveId(A.partnerId).optional().describe('Only this partner'),
         status: z.enum(statuses, { error: A.status(statuses) }).optional().describe(statusHelp),
         limit: limitParam,
-        cursor,
+        cursor: cursor.schema,
       },
       unknownQuery,
     )
     .superRefine(rangeInOrder);
 
-export const SalesQuery = listQuery(['paid', 'refunded', 'chargeback'], 'Only sales in this state; the range applies to the time of payment (occurred_at)');
-export const CommissionsQuery = listQuery(['pending', 'reversed'], 'Only commissions in this state; the range applies to their creation');
-export const PartnersQuery = listQuery(['pending', 'approved', 'rejected', 'removed'], 'Only partner-program records in this state');
-export const ClicksQuery = listQuery(['real', 'test'], 'real or test clicks only');
+// Each list's cursor: sales and commissions have uuid ids, partner-program records bigserial ones,
+// both positioned by Postgres' time text; clicks are read from the warehouse, with text ids.
+export const SalesCursor = listCursor('sales', 'postgres', 'uuid');
+export const CommissionsCursor = listCursor('commissions', 'postgres', 'uuid');
+export const PartnersCursor = listCursor('partners', 'postgres', 'bigint');
+export const ClicksCursor = listCursor('clicks', 'warehouse', 'text');
+
+export const SalesQuery = listQuery(SalesCursor, ['paid', 'refunded', 'chargeback'], 'Only sales in this state; the range applies to the time of payment (occurred_at)');
+export const CommissionsQuery = listQuery(CommissionsCursor, ['pending', 'reversed'], 'Only commissions in this state; the range applies to their creation');
+export const PartnersQuery = listQuery(PartnersCursor, ['pending', 'approved', 'rejected', 'removed'], 'Only partner-program records in this state');
+export const ClicksQuery = listQuery(ClicksCursor, ['real', 'test'], 'real or test clicks only');
 
 export const RangeQuery = z.strictObject(timeRange, unknownQuery).superRefine(rangeInOrder);
 
