@@ -5,7 +5,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { singleStatement, type QueryLimits } from './guard.js';
+import type { QueryLimits } from './guard.js';
 import type { SqlSession } from './target.js';
 
 /**
@@ -63,13 +63,22 @@ function tableQuery(table: ExportTable): string {
   return `SELECT * FROM analytics.${table} WHERE ${time} >= ${RANGE} AND ${time} < ${RANGE_END} ORDER BY ${time}`;
 }
 
+/**
+ * The engine's canonical text of an analyst's query (one statement, no trailing `;` or comment),
+ * asked through the same checked path: it can then stand inside the count's subquery.
+ */
+async function canonical(session: SqlSession, query: string, limits: QueryLimits): Promise<string> {
+  const answer = await session.run({ query: 'SELECT formatQuery({query:String}) AS query', params: { query }, format: 'jsonl' }, limits);
+  return (JSON.parse(answer.toString('utf8')) as { query: string }).query;
+}
+
 export async function runExport(session: SqlSession, plan: ExportPlan, limits: QueryLimits, progress: ExportProgress = () => {}): Promise<ExportedFile[]> {
   if (!(plan.range.from < plan.range.to)) throw new Error('The range is empty: --from must be before --to');
   const params = { from: chTime(plan.range.from), to: chTime(plan.range.to) };
   const jobs =
     'tables' in plan.what
       ? plan.what.tables.map((table) => ({ name: table, query: tableQuery(table) }))
-      : [{ name: plan.what.name, query: singleStatement(plan.what.query).statement }];
+      : [{ name: plan.what.name, query: await canonical(session, plan.what.query, limits) }];
   // Counted first, so the bar knows the whole: the same checked path, a count over each query.
   const counts: number[] = [];
   for (const job of jobs) {

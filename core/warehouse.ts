@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
-import type { NamedQuery } from './db.js';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import { sql, type NamedQuery } from './db.js';
 
 /** The embedded chDB engine (data under a directory) or a ClickHouse server over HTTP. */
 export type WarehouseConfig =
@@ -32,10 +32,30 @@ export interface Warehouse {
   /** A statement without a result (DDL); one statement per call. */
   command(query: NamedQuery, params?: QueryParams): Promise<void>;
   /**
-   * A query whose text ends with its own FORMAT clause; resolves to the warehouse's bytes (CSV,
-   * Parquet, a pretty table...). For the analysts' tools (analytics/); absent on wrappers in tests.
+   * A session in which ClickHouse itself runs every statement read-only and within the limits:
+   * for the analysts' tools (analytics/); absent on wrappers in tests.
    */
-  queryBytes?(query: NamedQuery, params?: QueryParams): Promise<Buffer>;
+  readOnly?(limits: ReadOnlyLimits): Promise<ReadOnlySession>;
+  close(): Promise<void>;
+}
+
+export interface ReadOnlyLimits {
+  maxExecutionSeconds: number;
+  maxMemoryBytes: number;
+}
+
+/**
+ * Statements run with the engine's `readonly = 1` (writes, DDL, temporary tables and setting
+ * changes refused by ClickHouse) and `max_execution_time` / `max_memory_usage`, given outside the
+ * statement's text, where no statement can lift them: in chDB as the state of a connection of its
+ * own, over HTTP as settings of every request.
+ */
+export interface ReadOnlySession {
+  /**
+   * One statement (`{name:Type}` placeholders bound by ClickHouse); the answer's bytes in `format`,
+   * ClickHouse's default_format, so the text needs no FORMAT clause.
+   */
+  bytes(query: NamedQuery, params: QueryParams, format: string): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -151,6 +171,35 @@ const TABLE_NAME = /^[a-z_][a-z0-9_]*$/;
 // Every value we store fits a double; numbers keep the call sites free of string parsing.
 const READ_SETTINGS: ClickHouseSettings = { output_format_json_quote_64bit_integers: 0 };
 
+const readOnlyQuery = sql('warehouse.readonly', `SELECT getSetting('readonly') AS readonly`);
+
+/** A limit ClickHouse reads as a whole number, where 0 would mean none: at least 1. */
+const limit = (value: number) => Math.max(1, Math.floor(value));
+
+async function readOnlyLevel(client: ClickHouseClient, settings: ClickHouseSettings): Promise<number> {
+  // No setting of its own (READ_SETTINGS): a read-only session refuses to change any.
+  const result = await client.query({ query: readOnlyQuery.text, format: 'JSONEachRow', clickhouse_settings: settings });
+  const [row] = await result.json<{ readonly: number | string }>();
+  return Number(row?.readonly ?? 0);
+}
+
+function readOnlySession(client: ClickHouseClient, settings: ClickHouseSettings, close: () => Promise<void>): ReadOnlySession {
+  return {
+    async bytes(query, params, format) {
+      const result = await client.exec({
+        query: query.text,
+        query_params: params,
+        // Not a setting but the format of the answer: chDB's format option, ClickHouse HTTP's default_format parameter.
+        clickhouse_settings: { ...settings, default_format: format as ClickHouseSettings['default_format'] },
+      });
+      const chunks: Buffer[] = [];
+      for await (const chunk of result.stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
+      return Buffer.concat(chunks);
+    },
+    close,
+  };
+}
+
 class ClickHouseWarehouse implements Warehouse {
   /** chDB runs one statement at a time per session, and settings are session state there: calls are serialized. */
   private tail: Promise<unknown> = Promise.resolve();
@@ -160,6 +209,8 @@ class ClickHouseWarehouse implements Warehouse {
     private readonly client: ClickHouseClient,
     /** chDB's own insert: a Buffer handed to the engine without a copy into the statement's text. */
     private readonly raw?: RawInserter,
+    /** chDB: another connection to the same data directory, with session settings of its own. */
+    private readonly connect?: () => ClickHouseClient,
   ) {}
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -222,13 +273,27 @@ class ClickHouseWarehouse implements Warehouse {
     });
   }
 
-  queryBytes(query: NamedQuery, params: QueryParams = {}): Promise<Buffer> {
-    return this.serial(async () => {
-      const result = await this.client.exec({ query: query.text, query_params: params });
-      const chunks: Buffer[] = [];
-      for await (const chunk of result.stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
-      return Buffer.concat(chunks);
-    });
+  async readOnly(limits: ReadOnlyLimits): Promise<ReadOnlySession> {
+    const limitSettings = { max_execution_time: limit(limits.maxExecutionSeconds), max_memory_usage: String(limit(limits.maxMemoryBytes)) };
+    if (this.connect) {
+      // chDB's settings of a request are SETs on its session: a connection of its own gets the
+      // limits, then readonly = 1 last (from then on the engine refuses any change of a setting),
+      // and the loader's connection stays writable. It runs beside that one, not after it.
+      const client = this.connect();
+      try {
+        await client.command({ query: readOnlyQuery.text, clickhouse_settings: { ...limitSettings, readonly: '1' } });
+        if ((await readOnlyLevel(client, {})) !== 1) throw new Error('chDB did not make the analysts\' connection read-only');
+      } catch (error) {
+        await client.close();
+        throw error;
+      }
+      return readOnlySession(client, {}, () => client.close());
+    }
+    // Over HTTP the settings go with every request. A user whose profile is read-only already (the
+    // analyst user) keeps its own level: ClickHouse refuses a change of readonly there.
+    const settings: ClickHouseSettings = (await readOnlyLevel(this.client, {})) > 0 ? limitSettings : { ...limitSettings, readonly: '1' };
+    if ((await readOnlyLevel(this.client, settings)) < 1) throw new Error('ClickHouse did not run the analysts\' requests read-only');
+    return readOnlySession(this.client, settings, async () => {});
   }
 
   close(): Promise<void> {
@@ -248,10 +313,14 @@ export async function openWarehouse(config: WarehouseConfig): Promise<Warehouse>
     const { createChdbConnection } = await import('chdb/connection');
     // chdb types its Connection with @clickhouse/client-common while @clickhouse/client 1.23 bundles
     // its own copy of those types: the same interface at run time, two declarations for tsc.
+    const connect = () => createClient({ connection: createChdbConnection({ path: config.path }) as unknown as ClientConnection });
     const connection = createChdbConnection({ path: config.path }) as unknown as ClientConnection;
     const client = createClient({ connection });
-    return new ClickHouseWarehouse('chdb', client, (connection as unknown as { chdb: RawInserter }).chdb);
+    return new ClickHouseWarehouse('chdb', client, (connection as unknown as { chdb: RawInserter }).chdb, connect);
   }
-  const client = createClient({ url: config.url, request_timeout: 60_000 });
+  // The client's own console logger off: every error reaches the caller, which logs it with the
+  // service's (redacting) logger or shows it to the analyst; the client would print each refused
+  // analyst query, and an insert's parse error with the rows' text, unredacted.
+  const client = createClient({ url: config.url, request_timeout: 60_000, log: { level: ClickHouseLogLevel.OFF } });
   return new ClickHouseWarehouse('http', client);
 }

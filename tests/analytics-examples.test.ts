@@ -242,7 +242,7 @@ describe.each(databaseKinds())('the README analytics examples on %s', (kind) => 
       insert: (table, rows, options) => warehouse.insert(table, rows, options),
       query: (q, p) => warehouse.query(q, p),
       command: (q, p) => warehouse.command(q, p),
-      queryBytes: (q, p) => warehouse.queryBytes!(q, p),
+      readOnly: (limits) => warehouse.readOnly!(limits),
       close: async () => {},
     };
     const session = localSession({ kind: 'direct', path: join(dir, 'ch') }, shared);

@@ -72,7 +72,6 @@ describe('the read-only guard, limits and formats (chDB in this process)', () =>
     ['SETTINGS in a subquery', `SELECT * FROM (SELECT * FROM analytics.clicks SETTINGS max_execution_time = 100000)`, 'settings_clause'],
     ['a FORMAT clause', `SELECT 1 FORMAT CSV`, 'format_clause'],
     ['SET', `SET readonly = 0`, 'not_a_select'],
-    ['a parenthesis closing the wrapper', `SELECT 1) UNION ALL (SELECT 2`, 'unbalanced'],
   ];
 
   it.each(refusals)('refuses %s with a clear error and writes nothing', async (_name, query, reason) => {
@@ -86,13 +85,25 @@ describe('the read-only guard, limits and formats (chDB in this process)', () =>
     expect(existsSync(outfile)).toBe(false);
   });
 
-  it('leaves the refusal of writes and external reads to ClickHouse too: readonly = 1 is set on the query', async () => {
-    // The guard's parser layer skipped: the engine's own read-only mode refuses the table function.
-    const access = warehouseAccess(warehouse);
-    const raw = sql('t.raw_readonly', `SELECT * FROM (SELECT * FROM file('/etc/hostname', 'LineAsString')) SETTINGS readonly = 1 FORMAT CSV`);
-    await expect(access.bytes(raw)).rejects.toThrow(/readonly/i);
-    // The session itself stays writable for the loader: the setting belonged to that query only.
+  it('leaves the refusal of writes and external reads to ClickHouse too: the session it runs in is read-only', async () => {
+    // The guard's checks skipped: the engine's own read-only mode refuses the table function.
+    const session = await warehouse.readOnly!(LIMITS);
+    try {
+      const raw = sql('t.raw_readonly', `SELECT * FROM file('/etc/hostname', 'LineAsString')`);
+      await expect(session.bytes(raw, {}, 'CSV')).rejects.toThrow(/readonly/i);
+    } finally {
+      await session.close();
+    }
+    // The loader's connection stays writable: the read-only one was another.
     expect(await warehouse.query(sql('t.readonly_after', `SELECT getSetting('readonly') AS r`))).toEqual([{ r: 0 }]);
+  });
+
+  it('a text ClickHouse cannot parse fails with its words, and writes nothing', async () => {
+    const before = await warehouse.query(state);
+    const error = await run(`SELECT 1) UNION ALL (SELECT 2`).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(QueryFailed);
+    expect((error as Error).message).toMatch(/^Not a valid query: Syntax error: .*Unmatched parentheses/);
+    expect(await warehouse.query(state)).toEqual(before);
   });
 
   it('answers SELECTs on the analytics views in CSV, JSON lines, Parquet and a table, with bound parameters', async () => {
@@ -135,15 +146,20 @@ describe('the read-only guard, limits and formats (chDB in this process)', () =>
     expect((big as QueryFailed).limit).toBe('memory');
   });
 
-  // Last in this block: it leaves the session read-only.
-  it('on a session that is read-only already (as for the analyst user), leaves readonly alone and still refuses', async () => {
-    // readonly = 2 here: chDB has no users.xml profile, and readonly = 2 still lets the limits be set.
-    await warehouse.command(sql('t.session_readonly', 'SET readonly = 2'));
-    expect((await run(`SELECT count() AS n FROM analytics.clicks`)).toString()).toBe('{"n":3}\n');
-    await expect(run(`SELECT * FROM file('/etc/hostname', 'LineAsString')`)).rejects.toBeInstanceOf(QueryRefused);
-    await expect(run(`DROP TABLE click_recorded`)).rejects.toBeInstanceOf(QueryRefused);
-    const slow = await run(`SELECT count() FROM numbers(1000000000000)`, {}, { ...LIMITS, maxExecutionSeconds: 1 }).catch((e: unknown) => e);
-    expect((slow as QueryFailed).limit).toBe('time');
+  it('runs beside the loader: an insert does not wait for a long analyst query', async () => {
+    const slow = run(`SELECT count() FROM numbers(1000000000000)`, {}, { ...LIMITS, maxExecutionSeconds: 3 }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 300));
+    const started = Date.now();
+    const at = '2026-11-03 10:00:00.000000';
+    await warehouse.insert(
+      'click_recorded',
+      [{ event_id: '00000000-0000-4000-8000-000000000009', program_id: 8, occurred_at: at, test: false, click_id: 'click-beside', partner_id: 11, referral_link_id: 5, created_at: at }],
+      { dedupToken: 'analytics-sql-beside' },
+    );
+    const insertMs = Date.now() - started;
+    expect(((await slow) as QueryFailed).limit).toBe('time');
+    // The query ran for 3 s; the insert was acknowledged long before it ended.
+    expect(insertMs).toBeLessThan(2000);
   });
 });
 
@@ -229,6 +245,22 @@ describe('where the query goes: running service, stopped service, CLICKHOUSE_URL
       const refused = await runScript('scripts/sql.ts', ['DROP TABLE analytics.sales'], env);
       expect(refused.code).toBe(2);
       expect(refused.stderr).toMatch(/Refused \(not_a_select\): Only SELECT queries/);
+
+      // The issue's texts (heredocs hiding a second statement), through npm run sql and the running
+      // service: refused, no table created, no file written.
+      const written = join(dataDir, 'written.csv');
+      const heredocs = [
+        `SELECT $$ ; $$ AS a; CREATE TABLE evil ENGINE = Memory AS SELECT * FROM file('/etc/hostname', 'LineAsString')`,
+        `SELECT $$ -- $$ AS a; INSERT INTO FUNCTION file('${written}', 'CSV', 'a String') SELECT * FROM file('/etc/hostname', 'LineAsString')`,
+      ];
+      for (const text of heredocs) {
+        const attempt = await runScript('scripts/sql.ts', [text], env);
+        expect(attempt.code).toBe(2);
+        expect(attempt.stderr).toMatch(/Refused \(multiple_statements\): Only one statement per query/);
+      }
+      expect(existsSync(written)).toBe(false);
+      const evil = await runScript('scripts/sql.ts', ['--format', 'csv', `SELECT count() FROM system.tables WHERE name = 'evil'`], env);
+      expect(evil.stdout).toBe('"count()"\n0\n');
 
       const direct = await runScript('scripts/sql.ts', ['--direct', 'SELECT 1'], env);
       expect(direct.code).toBe(1);
