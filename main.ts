@@ -9,6 +9,7 @@ import { loadConfig, type Config } from './core/config.js';
 import { openDatabase, type Database } from './core/db.js';
 import { createLogger } from './core/log.js';
 import { migrate } from './core/migrate.js';
+import { createSecretBox, loadOrCreateKeyFile, requireSecretsKey } from './core/secret-box.js';
 import { migrateWarehouse } from './core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from './core/warehouse.js';
 import type { EmbeddedProvider } from './ingest/oidc/embedded-provider.js';
@@ -90,6 +91,7 @@ async function openStores(config: Config, logger: Logger) {
 
 async function main() {
   const config = loadConfig(undefined, { service: process.argv[2] });
+  requireSecretsKey(config);
   const logger = createLogger(config.logLevel);
   const [
     { db, warehouse },
@@ -111,7 +113,7 @@ async function main() {
 
   const rateLimits = config.rateLimit.kind === 'redis'
       ? await redisRateLimitStore(config.rateLimit.url)
-      : memoryRateLimitStore({ onFull: (maxKeys) => logger.warn({ maxKeys }, 'rate-limit store full for this minute: new callers are let through uncounted') });
+      : memoryRateLimitStore({ onFull: (maxKeys) => logger.warn({ maxKeys }, 'rate-limit store full for this minute: new callers are counted approximately (never under their count)') });
   // The CLI login's OpenID provider: the configured one, or a real one in this process (offline start).
   const { identity } = config;
   let embeddedProvider: EmbeddedProvider | undefined;
@@ -140,6 +142,11 @@ async function main() {
       ? await buildApp({
           db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse, cliIdentity,
           processorWebhookSecrets: () => config.processor.webhookSecrets,
+          clientIpv6Prefix: config.rateLimit.ipv6Prefix,
+          processorWebhookRateLimit: config.rateLimit.processorWebhookPerMinute,
+          // SECRETS_KEY, or the embedded start's own key, made on its first start.
+          secretBox: createSecretBox(config.secrets.key ?? (await loadOrCreateKeyFile(config.secrets.keyFile))),
+          publicBaseUrl: () => config.http.publicBaseUrl,
         })
       : undefined;
 

@@ -655,6 +655,8 @@ async function main(): Promise<number> {
     env: {
       ...baseEnv,
       DATABASE_URL: dbUrl,
+      // The distributed ingest refuses to start without it (issue 27).
+      SECRETS_KEY: randomBytes(32).toString('base64'),
       PORT: String(servicePort),
       HOST,
       LOG_LEVEL: 'warn',

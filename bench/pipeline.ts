@@ -892,7 +892,10 @@ async function main(): Promise<number> {
     const port = await freePort();
     const ingest = startChild('ingest', nodeArgs('main.ts', 'ingest'), {
       cwd: ROOT,
-      env: { ...baseEnv(), DATABASE_URL: databaseUrl(dbName), PORT: String(port), HOST, LOG_LEVEL: 'warn', TRUST_PROXY: '127.0.0.1', SEED_DEMO: 'false', DATA_DIR: join(state.tmpDir, 'ingest') },
+      env: {
+        ...baseEnv(), DATABASE_URL: databaseUrl(dbName), PORT: String(port), HOST, LOG_LEVEL: 'warn', TRUST_PROXY: '127.0.0.1', SEED_DEMO: 'false',
+        DATA_DIR: join(state.tmpDir, 'ingest'), SECRETS_KEY: randomBytes(32).toString('base64'),
+      },
     });
     state.children.push(ingest);
     await waitForHttp(`http://${HOST}:${port}/healthz`, ingest, 60_000);

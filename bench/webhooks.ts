@@ -165,7 +165,9 @@ async function main() {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp',
         DATABASE_URL: dbUrl, PORT: String(port), HOST, LOG_LEVEL: 'warn', TRUST_PROXY: '127.0.0.1', SEED_DEMO: 'false',
-        PIPELINE: 'off', PROCESSOR_WEBHOOK_SECRETS: SECRET,
+        PIPELINE: 'off', PROCESSOR_WEBHOOK_SECRETS: SECRET, SECRETS_KEY: randomBytes(32).toString('base64'),
+        // Every event comes from this one address, standing for all the processor's: not limited per address.
+        PROCESSOR_WEBHOOK_RATE_LIMIT: '1000000',
       },
     });
     const base = `http://${HOST}:${port}`;

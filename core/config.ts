@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { decodeSecretsKey } from './secret-box.js';
 import type { WarehouseConfig } from './warehouse.js';
 
 /**
@@ -14,6 +15,10 @@ const EnvSchema = z.object({
   DATABASE_URL: z.string().optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   REDIS_URL: z.string().optional(),
+  // IPv6 clients are rate limited per network of this many bits (a subscriber gets a /64 or more).
+  RATE_LIMIT_IPV6_PREFIX: z.coerce.number().int().min(16).max(128).default(64),
+  // Processor webhook requests a minute per client address, refused ones included (ours; a 429 is retried).
+  PROCESSOR_WEBHOOK_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(6_000),
   CLICKHOUSE_URL: z.string().optional(),
   PIPELINE: z.enum(['on', 'off']).default('on'),
   SERVICE: z.enum(['all', 'ingest', 'relay', 'loader']).optional(),
@@ -67,6 +72,20 @@ const EnvSchema = z.object({
     .string()
     .default('')
     .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+  // The key that seals secrets the service must read back (issue 27: processor accounts' webhook
+  // secrets): 32 random bytes, base64. The embedded start keeps one in <DATA_DIR>/secrets.key.
+  SECRETS_KEY: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === '') return undefined;
+      const key = decodeSecretsKey(v);
+      if (typeof key === 'string') {
+        ctx.addIssue({ code: 'custom', message: key });
+        return z.NEVER;
+      }
+      return key;
+    }),
   // CLI browser login (issue 16). Without OIDC_ISSUER the service runs its own OpenID provider
   // in-process (the demo account), on OIDC_EMBEDDED_PORT or PORT+1.
   OIDC_ISSUER: z.url().optional(),
@@ -109,7 +128,11 @@ export type DatabaseConfig =
   | { kind: 'pglite'; dataDir: string | undefined; durable?: boolean; sharedBuffers?: string }
   | { kind: 'postgres'; url: string; poolSize: number };
 
-export type RateLimitConfig = { kind: 'memory' } | { kind: 'redis'; url: string };
+/**
+ * Where the counts live (one process's memory, or Redis shared by the ingest processes), the IPv6
+ * prefix a client is counted under, and the processor webhook's limit per address and minute.
+ */
+export type RateLimitConfig = ({ kind: 'memory' } | { kind: 'redis'; url: string }) & { ipv6Prefix: number; processorWebhookPerMinute: number };
 
 export interface HttpConfig {
   host: string;
@@ -141,6 +164,12 @@ export interface TrackingConfig {
 export interface ProcessorConfig {
   /** Accepted webhook signing secrets; the embedded start adds the one it generated for the demo. */
   webhookSecrets: string[];
+}
+
+/** SECRETS_KEY, or where the embedded start keeps its own (main.ts: the distributed ingest refuses to start without one). */
+export interface SecretsConfig {
+  key: Buffer | undefined;
+  keyFile: string;
 }
 
 /**
@@ -191,6 +220,7 @@ export interface Config {
   rateLimit: RateLimitConfig;
   tracking: TrackingConfig;
   processor: ProcessorConfig;
+  secrets: SecretsConfig;
   identity: IdentityConfig;
   pipeline: PipelineConfig;
   /** What this process runs: all three in the embedded mode, one each in the distributed mode. */
@@ -269,9 +299,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     database: e.DATABASE_URL
       ? { kind: 'postgres', url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE }
       : { kind: 'pglite', dataDir: `${e.DATA_DIR.replace(/\/$/, '')}/pg`, durable: e.EMBEDDED_FSYNC, sharedBuffers: e.EMBEDDED_SHARED_BUFFERS },
-    rateLimit: e.REDIS_URL ? { kind: 'redis', url: e.REDIS_URL } : { kind: 'memory' },
+    rateLimit: {
+      ...(e.REDIS_URL ? { kind: 'redis' as const, url: e.REDIS_URL } : { kind: 'memory' as const }),
+      ipv6Prefix: e.RATE_LIMIT_IPV6_PREFIX,
+      processorWebhookPerMinute: e.PROCESSOR_WEBHOOK_RATE_LIMIT,
+    },
     tracking: { platformFeeBps: e.PLATFORM_FEE_BPS, docsBaseUrl: e.DOCS_BASE_URL },
     processor: { webhookSecrets: e.PROCESSOR_WEBHOOK_SECRETS },
+    secrets: { key: e.SECRETS_KEY, keyFile: `${dataDir}/secrets.key` },
     identity: {
       clientId: e.OIDC_CLIENT_ID,
       audience: e.OIDC_AUDIENCE ?? e.OIDC_CLIENT_ID,

@@ -5,10 +5,12 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fast
 import type { Logger } from 'pino';
 import type { TrackingConfig, TrustProxy } from '../core/config.js';
 import type { Database } from '../core/db.js';
+import type { SecretBox } from '../core/secret-box.js';
 import type { Warehouse } from '../core/warehouse.js';
 import { rotationWarnings } from './http/auth.js';
 import { errorHandler, registerErrorHandling } from './http/errors.js';
 import { createFailedAuthThrottle } from './http/auth/failed-auth.js';
+import { decorateClientAddress, DEFAULT_IPV6_PREFIX } from './http/client-address.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { lazyRequestLoggers } from './http/request-log.js';
 import { cliLoginPageRoutes } from './routes/cli-login-page.js';
@@ -18,7 +20,7 @@ import { dashboardPageRoutes } from './routes/dashboard-page.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { managementRoutes } from './routes/management.js';
 import { processorConnectionRoutes } from './routes/processor-connection.js';
-import { processorWebhookRoutes } from './routes/processor-webhooks.js';
+import { PROCESSOR_WEBHOOK_RATE_LIMIT, processorWebhookRoutes } from './routes/processor-webhooks.js';
 import { readinessRoutes } from './routes/readiness.js';
 import { trackRoutes } from './routes/track.js';
 import { trackerScriptRoutes } from './routes/tracker-script.js';
@@ -40,6 +42,17 @@ export interface AppDeps {
   cliIdentity?: CliIdentity;
   /** The payment processor's webhook signing secrets, read per event; without any every event answers 400. */
   processorWebhookSecrets?: () => readonly string[];
+  /**
+   * Seals the secrets read back later (processor accounts' webhook secrets, core/secret-box.ts);
+   * without it connecting a processor account answers 500 and accounts' own URLs refuse every event.
+   */
+  secretBox?: SecretBox;
+  /** The service's public base URL (PUBLIC_BASE_URL) for the absolute URLs it hands out; else the request's origin. */
+  publicBaseUrl?: () => string | undefined;
+  /** IPv6 clients are counted per network of this many bits (config RATE_LIMIT_IPV6_PREFIX; 64 unless given). */
+  clientIpv6Prefix?: number;
+  /** Processor webhook requests a minute per client address (config PROCESSOR_WEBHOOK_RATE_LIMIT; 6,000 unless given). */
+  processorWebhookRateLimit?: number;
 }
 
 const MANAGEMENT_BODY_LIMIT = 64 * 1024;
@@ -66,6 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  decorateClientAddress(app, deps.clientIpv6Prefix ?? DEFAULT_IPV6_PREFIX);
 
   // JSON, and text/plain carrying JSON (what navigator.sendBeacon sends without a preflight).
   // __proto__ and constructor.prototype keys are refused by the parser.
@@ -119,12 +133,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       scope.register(trackRoutes, { prefix: '/track', db, rateLimits, authThrottle, clock, platformFeeBps, docsBaseUrl });
       scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, authThrottle, clock, docsBaseUrl });
       scope.register(cliRoutes, { prefix: '/cli', db, rateLimits, authThrottle, clock, docsBaseUrl, platformFeeBps, identity: deps.cliIdentity });
-      scope.register(processorWebhookRoutes, { prefix: '/webhooks', db, clock, platformFeeBps, webhookSecrets: deps.processorWebhookSecrets ?? (() => []) });
+      scope.register(processorWebhookRoutes, {
+        prefix: '/webhooks',
+        db,
+        clock,
+        platformFeeBps,
+        webhookSecrets: deps.processorWebhookSecrets ?? (() => []),
+        secretBox: deps.secretBox,
+        rateLimits,
+        rateLimit: deps.processorWebhookRateLimit ?? PROCESSOR_WEBHOOK_RATE_LIMIT,
+      });
     },
     { prefix: '/api/v1' },
   );
   await app.register(managementRoutes, { prefix: '/api/tracking', db, authThrottle });
-  await app.register(processorConnectionRoutes, { prefix: '/api/tracking', db, authThrottle });
+  await app.register(processorConnectionRoutes, {
+    prefix: '/api/tracking', db, authThrottle, secretBox: deps.secretBox, clock, publicBaseUrl: deps.publicBaseUrl ?? (() => undefined),
+  });
   await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock, authThrottle });
   await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse: deps.warehouse, rateLimits, clock, authThrottle });
 

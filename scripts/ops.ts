@@ -10,6 +10,7 @@
  *   npm run ops -- revoke-sessions <email>
  *   npm run ops -- suspend-user <email>
  *   npm run ops -- reinstate-user <email>
+ *   npm run ops -- release-processor-account <acct_...>
  */
 import { mkdir } from 'node:fs/promises';
 import { loadConfig } from '../core/config.js';
@@ -17,6 +18,7 @@ import { openDatabase } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
 import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../ingest/domain/agent-keys.js';
 import { markKeyForRotation } from '../ingest/domain/api-keys.js';
+import { releaseProcessorAccount } from '../ingest/domain/processor-account-owners.js';
 import { addMember, createSession, createWorkspace, reinstateUser, revokeUserSessions, suspendUser, type Role } from '../ingest/domain/workspaces.js';
 
 const usage = `usage:
@@ -28,7 +30,8 @@ const usage = `usage:
   npm run ops -- list-agent-keys <workspaceId>
   npm run ops -- revoke-sessions <email>
   npm run ops -- suspend-user <email>
-  npm run ops -- reinstate-user <email>`;
+  npm run ops -- reinstate-user <email>
+  npm run ops -- release-processor-account <acct_...>`;
 
 const positiveId = (value: string | undefined): number => {
   const id = Number(value);
@@ -110,6 +113,15 @@ async function main(argv: string[]) {
         if (!email) throw new Error(usage);
         if (!(await reinstateUser(db, email))) throw new Error(`no user has the email ${email}`);
         console.log(`${email}: reinstated; sessions and login tokens that have not expired or been revoked work again`);
+        return;
+      }
+      // A dispute over who holds a processor account, settled by the operator (see releaseProcessorAccount).
+      case 'release-processor-account': {
+        const [accountId] = args;
+        if (!accountId) throw new Error(usage);
+        const released = await releaseProcessorAccount(db, accountId);
+        if (!released) throw new Error(`no workspace holds the processor account ${accountId}`);
+        console.log(`${accountId}: released from workspace ${released.workspaceId} (${released.programs} program connection(s) removed); it can be connected again`);
         return;
       }
       default:

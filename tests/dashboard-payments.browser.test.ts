@@ -12,7 +12,7 @@ import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
 import { buildTestApp, createTestProgram, type TestProgram } from './support/app.js';
 import { browserTestsRun, launchChromium } from './support/browser.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
-import { account, checkoutSession, event, signed } from './support/processor.js';
+import { account, checkoutSession, event, id, signed, webhookSecret } from './support/processor.js';
 
 describe.runIf(browserTestsRun())('dashboard page: Payments section of the program settings, in a real Chromium', () => {
   let t: TestDatabase;
@@ -25,6 +25,8 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
   let shop: TestProgram;
   const problems: string[] = [];
   const acct = `acct_${Date.now().toString(36)}Browser`;
+  // The signing secret of the account's own webhook endpoint: its events come to its own URL (issue 27).
+  const secret = webhookSecret();
 
   beforeAll(async () => {
     browser = await launchChromium();
@@ -62,7 +64,9 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
   };
   const sendEvent = async (evt: object) => {
     const payload = JSON.stringify(evt);
-    const res = await fetch(`${base}/api/v1/webhooks/processor`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signed(payload) }, body: payload });
+    const res = await fetch(`${base}/api/v1/webhooks/processor/${acct}`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signed(payload, { secret }) }, body: payload,
+    });
     expect(res.status).toBe(200);
   };
   const refreshed = async () => {
@@ -75,24 +79,33 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
     await page.waitForSelector('#payments[data-status="not_connected"]');
     expect(await fact('Status')).toBe('Not connected');
     expect(await fact('Account')).toBe('–');
-    expect(await page.textContent('#processor-webhook')).toContain(`${base}/api/v1/webhooks/processor`);
+    expect(await page.textContent('#processor-webhook')).toContain('signing secret');
     expect(await page.isHidden('#processor-disconnect')).toBe(true);
     expect(await page.getAttribute('#checklist li[data-step="payments"]', 'data-status')).toBe('pending');
   });
 
-  it('an owner connects an account: the section and the checklist show it; account.updated and sales show after a refresh', async () => {
+  it('an owner connects an account with its secret: pending, with its own webhook URL, until its first event; then connected', async () => {
     await page.fill('#processor-account', acct);
+    await page.fill('#processor-secret', secret);
     await page.click('#processor-connect');
+    await page.waitForSelector('#payments[data-status="pending_verification"]');
+    expect(await fact('Status')).toBe('Waiting for the first signed event from the account');
+    expect(await page.textContent('#processor-webhook')).toContain(`${base}/api/v1/webhooks/processor/${acct}`);
+    expect(await page.inputValue('#processor-secret')).toBe('');
+    expect(await page.content()).not.toContain(secret);
+    expect(await page.getAttribute('#checklist li[data-step="payments"]', 'data-status')).toBe('pending');
+    await sendEvent(event('customer.created', { id: id('cus'), object: 'customer' }));
+    await refreshed();
     await page.waitForSelector('#payments[data-status="connected"]');
     expect(await fact('Status')).toBe('Connected');
     expect(await fact('Account')).toBe(acct);
     expect(await fact('Charges enabled')).toBe('No');
     expect(await page.getAttribute('#checklist li[data-step="payments"]', 'data-status')).toBe('complete');
 
-    await sendEvent(event('account.updated', account({ id: acct, charges_enabled: true, payouts_enabled: true, details_submitted: true }), { account: acct }));
+    await sendEvent(event('account.updated', account({ id: acct, charges_enabled: true, payouts_enabled: true, details_submitted: true })));
     const click = await (await fetch(`${base}/api/v1/track/click`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ affiliate_url: `https://shoes.acme.example/?aff=${shop.affCode}` }) })).json();
     const session = checkoutSession({ metadata: { svc_click_id: (click as { click_id: string }).click_id } });
-    await sendEvent(event('checkout.session.completed', session, { account: acct }));
+    await sendEvent(event('checkout.session.completed', session));
     await refreshed();
     expect(await fact('Charges enabled')).toBe('Yes');
     expect(await fact('Payouts enabled')).toBe('Yes');
@@ -105,6 +118,7 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
     await page.waitForSelector('main[data-state="signed-out"]');
     await signIn(shop.workspace.memberToken);
     await page.fill('#processor-account', 'acct_SomeoneElse');
+    await page.fill('#processor-secret', webhookSecret());
     await page.click('#processor-connect');
     await page.waitForSelector('#processor-error:not([hidden])');
     expect(await page.textContent('#processor-error')).toBe('Only a workspace owner can connect or disconnect the payment processor');

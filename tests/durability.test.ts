@@ -5,6 +5,7 @@
  * a power loss, which a test cannot cause; that it is on is checked directly.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,6 +97,8 @@ describe.each(databaseKinds())('acknowledged writes survive SIGKILL on %s', (kin
       t = await createTestDatabase('postgres');
       env.DATABASE_URL = t.url!;
       env.OIDC_EMBEDDED_PORT = '0';
+      // The distributed ingest refuses to start without it (issue 27).
+      env.SECRETS_KEY = randomBytes(32).toString('base64');
     }
     const started = await startService(env);
     child = started.child;

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Database, type NamedQuery, type Transaction } from '../core/db.js';
-import { buildTestApp, createTestProgram, createTestWorkspace, freshIp, PROCESSOR_SECRETS, type TestProgram, type Workspace } from './support/app.js';
+import { buildTestApp, createTestProgram, createTestWorkspace, freshIp, PROCESSOR_SECRETS, TEST_SECRETS_KEY, type TestProgram, type Workspace } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
 import { referencePerformance } from './support/oracle-reference.js';
 import { charge, checkoutSession, deliver, deliverHttp, dispute, event, invoiceLegacy, invoiceNewer, type Metadata } from './support/processor.js';
@@ -176,6 +176,7 @@ async function startIngest(databaseUrl: string): Promise<{ child: ChildProcess; 
     env: {
       PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn',
       SEED_DEMO: 'false', PIPELINE: 'off', TRUST_PROXY: '127.0.0.1', PROCESSOR_WEBHOOK_SECRETS: PROCESSOR_SECRETS.join(','),
+      SECRETS_KEY: TEST_SECRETS_KEY.toString('base64'),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

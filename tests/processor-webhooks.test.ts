@@ -7,7 +7,7 @@ import { sql } from '../core/db.js';
 import { ensureDemo } from '../ingest/demo.js';
 import { buildTestApp, createTestProgram, freshIp, PROCESSOR_SECRETS, tableCounts, type TestProgram } from './support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './support/databases.js';
-import { account, charge, checkoutSession, deliver, dispute, event, id, invoiceLegacy, invoiceNewer, signed } from './support/processor.js';
+import { account, charge, checkoutSession, deliver, dispute, event, id, invoiceLegacy, invoiceNewer, signed, webhookSecret } from './support/processor.js';
 
 const q = {
   sale: sql(
@@ -69,8 +69,8 @@ describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) =
       [transactionId],
     );
   const counts = async () => ({ ...(await tableCounts(t.db)), ...(await t.db.one<Record<string, number>>(q.processorCounts))! });
-  const ok = async (evt: object) => {
-    const res = await deliver(app, evt);
+  const ok = async (evt: object, o: Parameters<typeof deliver>[2] = {}) => {
+    const res = await deliver(app, evt, o);
     expect(res.statusCode, res.body).toBe(200);
     return res.json().data as { received: true; event_id: string; outcome: string; reason: string | null };
   };
@@ -196,7 +196,8 @@ describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) =
         [event('checkout.session.completed', checkoutSession({ metadata: md(percent, { svc_customer_key: 'nobody' }) })), 'no_attribution'],
         [event('checkout.session.completed', checkoutSession({ metadata: { svc_click_id: c.clickId } })), 'program_id_missing'],
         [event('checkout.session.completed', checkoutSession({ metadata: { program_id: '999999999', svc_click_id: c.clickId } })), 'unknown_program'],
-        [event('checkout.session.completed', checkoutSession({ metadata: md(percent, { svc_click_id: c.clickId }) }), { account: id('acct') }), 'account_not_connected'],
+        // An account no workspace has connected and verified (issue 27): nobody's events.
+        [event('checkout.session.completed', checkoutSession({ metadata: md(percent, { svc_click_id: c.clickId }) }), { account: id('acct') }), 'account_not_verified'],
       ];
       for (const [evt, reason] of cases) expect(await ok(evt)).toMatchObject({ outcome: 'skipped', reason });
       expect(await tableCounts(t.db)).toEqual(before);
@@ -457,22 +458,30 @@ describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) =
     it('an owner connects and disconnects; the status endpoint, readiness and account events follow', async () => {
       const p = await createTestProgram(app, t.db, { commission_type: 'percent', commission_rate: 10 });
       const acct = `acct_${id('x').slice(2)}`;
+      // The signing secret of the account's own webhook endpoint (issue 27): its events come to its own URL.
+      const secret = webhookSecret();
+      const own = { to: acct, secret };
       expect((await status(p)).stepStatuses.payments).toBe('pending');
       expect((await status(p)).statistics.payments).toMatchObject({ processorConnectionStatus: 'not_connected', isProcessorConnected: false, processorAccountId: null });
 
       const before = await counts();
-      const member = await app.inject({ method: 'PUT', url: `/api/tracking/programs/${p.programId}/processor-connection`, headers: { authorization: `Bearer ${p.workspace.memberToken}` }, payload: { account_id: acct } });
+      const connect = { account_id: acct, webhook_secret: secret };
+      const member = await app.inject({ method: 'PUT', url: `/api/tracking/programs/${p.programId}/processor-connection`, headers: { authorization: `Bearer ${p.workspace.memberToken}` }, payload: connect });
       expect(member.statusCode).toBe(403);
       expect(member.json().error.message).toBe('Only a workspace owner can connect or disconnect the payment processor');
-      const bad = await app.inject({ method: 'PUT', url: `/api/tracking/programs/${p.programId}/processor-connection`, headers: owner(p), payload: { account_id: 'cus_123' } });
+      const bad = await app.inject({ method: 'PUT', url: `/api/tracking/programs/${p.programId}/processor-connection`, headers: owner(p), payload: { ...connect, account_id: 'cus_123' } });
       expect(bad.statusCode).toBe(400);
-      const other = await app.inject({ method: 'PUT', url: `/api/tracking/programs/${percent.programId}/processor-connection`, headers: owner(p), payload: { account_id: acct } });
+      const other = await app.inject({ method: 'PUT', url: `/api/tracking/programs/${percent.programId}/processor-connection`, headers: owner(p), payload: connect });
       expect(other.statusCode).toBe(403);
       expect(await counts()).toEqual(before);
 
-      const put = await app.inject({ method: 'PUT', url: `/api/tracking/programs/${p.programId}/processor-connection`, headers: owner(p), payload: { account_id: acct } });
+      const put = await app.inject({ method: 'PUT', url: `/api/tracking/programs/${p.programId}/processor-connection`, headers: owner(p), payload: connect });
       expect(put.statusCode).toBe(200);
-      expect(put.json().data).toMatchObject({ processorConnectionStatus: 'connected', isProcessorConnected: true, processorAccountId: acct, chargesEnabled: false, methodReady: true });
+      expect(put.json().data).toMatchObject({ processorConnectionStatus: 'pending_verification', isProcessorConnected: false, processorAccountId: acct, chargesEnabled: false, methodReady: false });
+      expect((await status(p)).stepStatuses.payments).toBe('pending');
+      // The account's first signed event on its own URL proves the connection.
+      await ok(event('customer.created', { id: id('cus'), object: 'customer' }), own);
+      expect((await status(p)).statistics.payments).toMatchObject({ processorConnectionStatus: 'connected', isProcessorConnected: true, methodReady: true });
       const s = await status(p);
       expect(s.stepStatuses.payments).toBe('complete');
       expect(Date.parse(s.statistics.payments.connectionDate)).toBeGreaterThan(Date.now() - 60_000);
@@ -480,22 +489,23 @@ describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) =
       expect(readiness.json().data.checks.find((c: { name: string }) => c.name === 'payment_tracking')).toMatchObject({ ok: true });
 
       const nowS = Math.floor(Date.now() / 1000);
-      await ok(event('account.updated', account({ id: acct, charges_enabled: true, payouts_enabled: false, details_submitted: true }), { account: acct, created: nowS }));
-      await ok(event('account.updated', account({ id: acct, charges_enabled: false, payouts_enabled: false, details_submitted: false }), { account: acct, created: nowS - 100 }));
+      await ok(event('account.updated', account({ id: acct, charges_enabled: true, payouts_enabled: false, details_submitted: true }), { account: acct, created: nowS }), own);
+      await ok(event('account.updated', account({ id: acct, charges_enabled: false, payouts_enabled: false, details_submitted: false }), { account: acct, created: nowS - 100 }), own);
       expect((await status(p)).statistics.payments).toMatchObject({ chargesEnabled: true, payoutsEnabled: false, detailsSubmitted: true });
 
       // Events of the connected account reach its program without program_id in the metadata.
       const c = await newLead(p);
       const session = checkoutSession({ metadata: { svc_click_id: c.clickId } });
-      expect(await ok(event('checkout.session.completed', session, { account: acct }))).toMatchObject({ outcome: 'recorded' });
-      // ...and never another program's, whatever the metadata says.
+      expect(await ok(event('checkout.session.completed', session), own)).toMatchObject({ outcome: 'recorded' });
+      // ...and never another program's, whatever the metadata says, on either URL.
       const foreign = checkoutSession({ metadata: md(percent, { svc_click_id: (await newLead(percent)).clickId }) });
+      expect(await ok(event('checkout.session.completed', foreign), own)).toMatchObject({ outcome: 'skipped', reason: 'program_not_connected' });
       expect(await ok(event('checkout.session.completed', foreign, { account: acct }))).toMatchObject({ outcome: 'skipped', reason: 'program_not_connected' });
 
-      await ok(event('account.application.deauthorized', { id: 'ca_test', object: 'application', name: 'svc' }, { account: acct, created: nowS + 5 }));
+      await ok(event('account.application.deauthorized', { id: 'ca_test', object: 'application', name: 'svc' }, { account: acct, created: nowS + 5 }), own);
       expect((await status(p)).statistics.payments).toMatchObject({ processorConnectionStatus: 'deauthorized', isProcessorConnected: false, methodReady: false });
       expect((await status(p)).stepStatuses.payments).toBe('pending');
-      expect(await ok(event('checkout.session.completed', checkoutSession({ metadata: { svc_click_id: c.clickId } }), { account: acct }))).toMatchObject({ outcome: 'skipped', reason: 'account_not_connected' });
+      expect(await ok(event('checkout.session.completed', checkoutSession({ metadata: { svc_click_id: c.clickId } })), own)).toMatchObject({ outcome: 'skipped', reason: 'account_not_connected' });
 
       const del = await app.inject({ method: 'DELETE', url: `/api/tracking/programs/${p.programId}/processor-connection`, headers: owner(p) });
       expect(del.statusCode).toBe(200);
@@ -507,6 +517,7 @@ describe.each(databaseKinds())('POST /api/v1/webhooks/processor on %s', (kind) =
       const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
       expect(Object.keys(openapi.paths['/api/tracking/programs/{programId}/processor-connection'])).toEqual(expect.arrayContaining(['get', 'put', 'delete']));
       expect(openapi.paths['/api/v1/webhooks/processor'].post).toBeDefined();
+      expect(openapi.paths['/api/v1/webhooks/processor/{accountId}'].post).toBeDefined();
     });
 
     it('the brand reads every outcome with its delivery count', async () => {

@@ -15,8 +15,24 @@ export interface BatchedStatementOptions {
 export type ItemResult<O> = { ok: true; value: O } | { ok: false; error: unknown };
 
 /**
- * `run` runs a batch in one statement and answers each item in order; if it throws, the whole
- * batch failed and every item is rejected with that error.
+ * SQLSTATE classes of errors a statement raises itself, which roll it back whole and which one
+ * item can cause (a value the statement cannot take, a constraint, a deadlock, a raise, a limit):
+ * data exception, integrity constraint, transaction rollback, syntax or access rule, program limit,
+ * PL/pgSQL raise. Any other failure (the connection, the server) says nothing of whether the
+ * statement committed, so its items are not written again.
+ */
+const ITEM_CAUSED = new Set(['22', '23', '40', '42', '54', 'P0']);
+
+const itemCaused = (error: unknown) => {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && code.length === 5 && ITEM_CAUSED.has(code.slice(0, 2));
+};
+
+/**
+ * `run` runs a batch in one statement and answers each item in order. If it throws an error the
+ * statement raised itself (one item may be the cause, and nothing of the batch committed), each
+ * item is run again alone, one after the other, so only the items that fail alone fail (issue 27);
+ * any other error rejects every item of the batch.
  */
 export function createBatchedStatement<I, O>(
   run: (batch: I[]) => Promise<ItemResult<O>[]>,
@@ -34,7 +50,11 @@ export function createBatchedStatement<I, O>(
         else p.reject(result.error);
       });
     } catch (error) {
-      for (const p of batch) p.reject(error);
+      if (batch.length > 1 && itemCaused(error)) {
+        for (const p of batch) await flush([p]);
+      } else {
+        for (const p of batch) p.reject(error);
+      }
     }
   }
 

@@ -2,29 +2,26 @@ import { sql, type Database, type Queryable } from '../../core/db.js';
 import type { ProcessorConnection } from './payment-step.js';
 
 /**
- * A program's connection to a processor account. Its status is `connected` from the owner's
- * connect until the processor reports the account deauthorized (account.application.deauthorized
- * dated after the connect): then `deauthorized`. Without a row the program is `not_connected`.
+ * A program's connection to a processor account. Its status is `deauthorized` once the processor
+ * reports the account deauthorized (account.application.deauthorized dated after the connect);
+ * `pending_verification` until the account's workspace is the program's and has verified it (the
+ * first valid event on the account's own URL, processor-account-owners.ts); `connected` then.
+ * Without a row the program is `not_connected`.
  */
 const CONNECTION = `c.account_id AS "accountId", c.connected_at AS "connectedAt",
   COALESCE(a.charges_enabled, false) AS "chargesEnabled", COALESCE(a.payouts_enabled, false) AS "payoutsEnabled",
   COALESCE(a.details_submitted, false) AS "detailsSubmitted",
-  CASE WHEN a.deauthorized_at IS NOT NULL AND a.deauthorized_at >= c.connected_at THEN 'deauthorized' ELSE 'connected' END AS status`;
+  CASE WHEN a.deauthorized_at IS NOT NULL AND a.deauthorized_at >= c.connected_at THEN 'deauthorized'
+       WHEN o.verified_at IS NOT NULL AND o.workspace_id = p.workspace_id THEN 'connected'
+       ELSE 'pending_verification' END AS status`;
 
 const q = {
   get: sql(
     'processor_connections.get',
-    `SELECT ${CONNECTION} FROM processor_connections c LEFT JOIN processor_accounts a ON a.account_id = c.account_id WHERE c.program_id = $1`,
-  ),
-  connect: sql(
-    'processor_connections.connect',
-    `INSERT INTO processor_connections (program_id, account_id) VALUES ($1, $2)
-     ON CONFLICT (program_id) DO UPDATE SET account_id = EXCLUDED.account_id, connected_at = now()`,
-  ),
-  disconnect: sql('processor_connections.disconnect', `DELETE FROM processor_connections WHERE program_id = $1 RETURNING program_id`),
-  programsOfAccount: sql(
-    'processor_connections.programs_of_account',
-    `SELECT coalesce(connected_programs($1), '{}') AS programs`,
+    `SELECT ${CONNECTION} FROM processor_connections c JOIN programs p ON p.id = c.program_id
+       LEFT JOIN processor_accounts a ON a.account_id = c.account_id
+       LEFT JOIN processor_account_owners o ON o.account_id = c.account_id
+      WHERE c.program_id = $1`,
   ),
   // Only a newer report changes what is known of an account.
   accountUpdated: sql(
@@ -40,30 +37,18 @@ const q = {
     `INSERT INTO processor_accounts (account_id, deauthorized_at) VALUES ($1, to_timestamp($2))
      ON CONFLICT (account_id) DO UPDATE SET deauthorized_at = GREATEST(processor_accounts.deauthorized_at, EXCLUDED.deauthorized_at)`,
   ),
+  // The event's time as seconds: a time stored before created was checked (issue 27) may be one
+  // a driver cannot turn into a Date (PGlite gives Invalid Date for years BC).
   events: sql(
     'processor_events.of_program',
-    `SELECT event_id, event_type, outcome, reason, livemode, sale_id, transaction_id, deliveries, event_created_at, received_at, updated_at
+    `SELECT event_id, event_type, outcome, reason, livemode, sale_id, transaction_id, deliveries,
+            extract(epoch FROM event_created_at)::float8 AS event_created_seconds, received_at, updated_at
        FROM processor_events WHERE program_id = $1 ORDER BY received_at DESC, event_id LIMIT $2`,
   ),
 };
 
 export async function processorConnection(db: Queryable, programId: number): Promise<ProcessorConnection | null> {
   return (await db.one<ProcessorConnection>(q.get, [programId])) ?? null;
-}
-
-export async function connectProcessor(db: Database, programId: number, accountId: string): Promise<ProcessorConnection> {
-  await db.many(q.connect, [programId, accountId]);
-  return (await processorConnection(db, programId))!;
-}
-
-/** True when a connection was removed. */
-export async function disconnectProcessor(db: Database, programId: number): Promise<boolean> {
-  return (await db.many(q.disconnect, [programId])).length > 0;
-}
-
-/** The programs an account's events may act on: connected and not deauthorized since (connected_programs, schemas/postgres/0016; payments ask it in SQL). */
-export async function connectedPrograms(tx: Queryable, accountId: string): Promise<number[]> {
-  return (await tx.one<{ programs: number[] }>(q.programsOfAccount, [accountId]))!.programs.map(Number);
 }
 
 export type AccountEvent =
@@ -84,7 +69,7 @@ export interface ProcessorEventRow {
   sale_id: string | null;
   transaction_id: string | null;
   deliveries: number;
-  event_created_at: Date;
+  event_created_seconds: number;
   received_at: Date;
   updated_at: Date;
 }

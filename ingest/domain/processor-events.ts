@@ -1,6 +1,7 @@
 import { isUniqueViolation, sql, type Database, type Transaction } from '../../core/db.js';
 import { createBatchedStatement, type ItemResult } from './batched-statement.js';
-import { applyAccountEvent, connectedPrograms } from './processor-connections.js';
+import { accountScope, scopeJson, scopeOf, type EventScope } from './processor-account-owners.js';
+import { applyAccountEvent } from './processor-connections.js';
 import {
   readAccount,
   readCharge,
@@ -41,7 +42,7 @@ const q = {
   settle: sql(
     'processor_events.settle',
     `UPDATE processor_events SET outcome = $2, reason = $3, program_id = $4, sale_id = $5, transaction_id = $6,
-            waiting_for = $7, payload = $8, updated_at = now()
+            waiting_for = $7, payload = $8, scope = $9, updated_at = now()
       WHERE event_id = $1`,
   ),
   // Payment events, each claimed, applied and settled by one function call (schemas/postgres/0015).
@@ -50,12 +51,18 @@ const q = {
   // Serializes the events of one payment across connections (see lockPayment): the keys are
   // locked in the order given, one round trip.
   lock: sql('processor.lock', `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) AS locked FROM unnest($1::text[]) AS k`),
+  // Test and live payments keep their ids apart (0024): a refund finds a payment of its own mode.
   transactionOf: sql(
     'processor_payment_refs.transaction',
-    `SELECT transaction_id FROM processor_payment_refs WHERE ref = ANY($1::text[]) ORDER BY transaction_id LIMIT 1`,
+    `SELECT transaction_id FROM processor_payment_refs WHERE ref = ANY($1::text[]) AND livemode = $2 ORDER BY transaction_id LIMIT 1`,
   ),
-  // A real and a test sale may share a transaction_id (0010): a live event refunds the real one.
-  saleProgram: sql('processor.sale_program', `SELECT program_id FROM sale_events WHERE transaction_id = $1 AND test = $2`),
+  // A real and a test sale may share a transaction_id (0010): a live event refunds the real one,
+  // a test event a test one; among test sales (unique per program) one the event may act on first.
+  saleProgram: sql(
+    'processor.sale_program',
+    `SELECT program_id FROM sale_events WHERE transaction_id = $1 AND test = $2
+      ORDER BY coalesce(program_id = ANY($3::bigint[]), false) DESC, program_id LIMIT 1`,
+  ),
 };
 
 export interface ProcessorDeps {
@@ -68,10 +75,10 @@ export interface ProcessorDeps {
  * go by group commit, one statement for those that arrive together (createPaymentWriter); the
  * others take a transaction here.
  */
-export function createProcessorEventHandler(db: Database, deps: ProcessorDeps): (event: ProcessorEvent) => Promise<EventResult> {
+export function createProcessorEventHandler(db: Database, deps: ProcessorDeps): (event: ProcessorEvent, scope: EventScope) => Promise<EventResult> {
   const writePayment = createPaymentWriter(db, deps.feeBps);
-  const handle = async (event: ProcessorEvent): Promise<EventResult> => {
-    const payment = paymentEvent(event);
+  const handle = async (event: ProcessorEvent, scope: EventScope): Promise<EventResult> => {
+    const payment = paymentEvent(event, scope);
     if (payment) return paymentResult(await writePayment(payment));
     try {
       return await db.transaction(async (tx) => {
@@ -82,24 +89,24 @@ export function createProcessorEventHandler(db: Database, deps: ProcessorDeps): 
         if (!claimed.inserted) {
           return { outcome: 'duplicate', reason: claimed.outcome, programId: claimed.program_id, saleId: claimed.sale_id, transactionId: claimed.transaction_id };
         }
-        const applied = await apply(tx, event);
-        await settleRow(tx, event, applied);
+        const applied = await apply(tx, event, scope);
+        await settleRow(tx, event, applied, scope);
         return { outcome: applied.outcome, reason: applied.reason, programId: applied.programId, saleId: applied.saleId, transactionId: applied.transactionId };
       });
     } catch (error) {
       // Two deliveries of one event raced past the claim on different connections: the later is the duplicate.
-      if (isUniqueViolation(error, 'processor_events_pkey')) return handle(event);
+      if (isUniqueViolation(error, 'processor_events_pkey')) return handle(event, scope);
       throw error;
     }
   };
   return handle;
 }
 
-async function settleRow(tx: Transaction, event: ProcessorEvent, a: Applied) {
+async function settleRow(tx: Transaction, event: ProcessorEvent, a: Applied, scope: EventScope) {
   const waiting = a.outcome === 'waiting';
   await tx.many(q.settle, [
     event.id, a.outcome, a.reason, a.programId, a.saleId, a.transactionId,
-    waiting ? a.waitingFor : null, waiting ? JSON.stringify(event) : null,
+    waiting ? a.waitingFor : null, waiting ? JSON.stringify(event) : null, waiting ? JSON.stringify(scopeJson(scope)) : null,
   ]);
 }
 
@@ -108,16 +115,18 @@ const result = (outcome: Applied['outcome'], reason: string | null, more: Partia
 });
 
 /** The events other than payments (createPaymentWriter), in the transaction that claimed their row. */
-async function apply(tx: Transaction, event: ProcessorEvent): Promise<Applied> {
+async function apply(tx: Transaction, event: ProcessorEvent, scope: EventScope): Promise<Applied> {
   const object = event.data.object;
   switch (event.type) {
     case 'charge.refunded':
-      return reversal(tx, event, readCharge(object));
+      return reversal(tx, event, readCharge(object), scope);
     case 'charge.dispute.created':
-      return reversal(tx, event, readDispute(object));
+      return reversal(tx, event, readDispute(object), scope);
     case 'account.updated': {
       const account = readAccount(object);
       if (!account) return result('skipped', 'unreadable_object');
+      // An account's own URL reports on that account only.
+      if (scope.channel === 'account' && account.accountId !== scope.accountId) return result('skipped', 'other_account');
       await applyAccountEvent(tx, { kind: 'updated', ...account, at: event.created });
       return result('recorded', null);
     }
@@ -134,25 +143,28 @@ async function apply(tx: Transaction, event: ProcessorEvent): Promise<Applied> {
  * A refund or dispute. `locked`: applied from inside the transaction of the payment it waited
  * for, which holds that payment's locks already.
  */
-async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReading, locked = false): Promise<Applied> {
+async function reversal(tx: Transaction, event: ProcessorEvent, r: ReversalReading, scope: EventScope, locked = false): Promise<Applied> {
   if (r.kind === 'skip') return result('skipped', r.reason);
   if (!locked) await lockPayment(tx, r.refs);
-  const mapped = await tx.one<{ transaction_id: string }>(q.transactionOf, [r.refs]);
+  const mapped = await tx.one<{ transaction_id: string }>(q.transactionOf, [r.refs, event.livemode]);
   if (mapped && !locked) await lockPayment(tx, [], mapped.transaction_id);
-  const sale = mapped && (await tx.one<{ program_id: number }>(q.saleProgram, [mapped.transaction_id, !event.livemode]));
+  // An account's events act only on the programs its workspace connected to it (processor_event_program's rule).
+  const allowed = event.account ? await accountScope(tx, event.account, scope) : undefined;
+  const sale = mapped && (await tx.one<{ program_id: number }>(q.saleProgram, [mapped.transaction_id, !event.livemode, allowed?.programs ?? null]));
   if (!mapped || !sale) return result('waiting', 'payment_not_recorded_yet', { waitingFor: r.refs });
   const found = { transaction_id: mapped.transaction_id, program_id: Number(sale.program_id) };
-  if (event.account && !(await connectedPrograms(tx, event.account)).includes(found.program_id)) {
-    return result('skipped', 'program_not_connected');
-  }
+  if (allowed?.workspace === null) return result('skipped', 'account_not_verified');
+  if (allowed && !allowed.programs.includes(found.program_id)) return result('skipped', 'program_not_connected');
   const at = { programId: found.program_id, transactionId: found.transaction_id };
+  // The sale of the event's own mode only: a test refund never reverses a live sale under the same id, nor the reverse.
+  const test = !event.livemode;
   if (!r.full) {
     // The charge's refunded total so far (cumulative): only what no earlier event applied is taken off.
     if (r.refundedCents <= 0) return result('skipped', 'nothing_refunded', at);
-    const partial = await recordPartialRefund(tx, { ...at, refundedCents: r.refundedCents, chargeCents: r.amountCents });
+    const partial = await recordPartialRefund(tx, { ...at, test, refundedCents: r.refundedCents, chargeCents: r.amountCents });
     return result(partial.recorded ? 'recorded' : 'skipped', partial.recorded ? null : 'already_reversed', { ...at, saleId: partial.saleId });
   }
-  const refund = await recordRefund(tx, { programId: found.program_id, transactionId: found.transaction_id, reason: r.reason, refundReason: r.note });
+  const refund = await recordRefund(tx, { programId: found.program_id, transactionId: found.transaction_id, test, reason: r.reason, refundReason: r.note });
   return result(refund.recorded ? 'recorded' : 'skipped', refund.recorded ? null : 'already_reversed', { ...at, saleId: refund.saleId });
 }
 
@@ -178,8 +190,8 @@ function lockKeys(refs: string[], transactionId?: string): string[] {
  * Payment events, as record_processor_payment reads them (schemas/postgres/0015): the object read
  * here, its effects applied there in one statement. Undefined: not a payment event.
  */
-function paymentEvent(event: ProcessorEvent): object | undefined {
-  const head = { id: event.id, type: event.type, account: event.account ?? null, livemode: event.livemode, created: event.created };
+function paymentEvent(event: ProcessorEvent, scope: EventScope): object | undefined {
+  const head = { id: event.id, type: event.type, account: event.account ?? null, livemode: event.livemode, created: event.created, scope: scopeJson(scope) };
   const object = event.data.object;
   switch (event.type) {
     case 'checkout.session.completed':
@@ -235,7 +247,7 @@ interface RecordedPayment {
   program_id: number | null;
   sale_id: string | null;
   transaction_id: string | null;
-  waiting: { event_id: string; payload: ProcessorEvent }[] | null;
+  waiting: { event_id: string; payload: ProcessorEvent; scope: Parameters<typeof scopeOf>[0] }[] | null;
 }
 
 /** Raised by record_processor_payment, outside a transaction, when refunds wait for the payment. */
@@ -295,7 +307,8 @@ async function applyWaiting(tx: Transaction, waiting: RecordedPayment['waiting']
   for (const w of waiting) {
     const event = w.payload;
     const reading = event.type === 'charge.refunded' ? readCharge(event.data.object) : readDispute(event.data.object);
-    const applied = await reversal(tx, event, reading, true);
-    if (applied.outcome !== 'waiting') await settleRow(tx, event, applied);
+    const scope = scopeOf(w.scope, event.account);
+    const applied = await reversal(tx, event, reading, scope, true);
+    if (applied.outcome !== 'waiting') await settleRow(tx, event, applied, scope);
   }
 }

@@ -12,15 +12,45 @@ import { CURRENCIES, type Currency } from './payments.js';
 const ref = z.union([z.string(), z.object({ id: z.string() }).transform((o) => o.id)]).nullish();
 const metadata = z.record(z.string(), z.string().nullish()).nullish();
 
-export const ProcessorEvent = z.object({
-  id: z.string().min(1).max(255),
-  type: z.string().min(1).max(255),
-  created: z.number().int(),
-  livemode: z.boolean(),
-  account: z.string().min(1).max(255).nullish(),
-  data: z.object({ object: z.record(z.string(), z.unknown()) }),
-});
+/**
+ * `created`, unix seconds: from 2000-01-01 to 2100-01-01, a range every date type on the way
+ * (Postgres timestamptz, JS Date, the warehouse's DateTime64) holds, and no processor event falls outside.
+ */
+export const CREATED_RANGE = { min: Date.UTC(2000, 0, 1) / 1000, max: Date.UTC(2100, 0, 1) / 1000 } as const;
+const UNSTORABLE = 'unstorable_text';
+
+/** NUL and unpaired surrogates cannot be stored in Postgres text or jsonb (nor kept apart once converted). */
+const storable = (s: string) => !s.includes('\u0000') && s.isWellFormed();
+
+/** Every string of a parsed JSON value, keys included, is storable. */
+function storableDeep(value: unknown): boolean {
+  if (typeof value === 'string') return storable(value);
+  if (Array.isArray(value)) return value.every(storableDeep);
+  if (value !== null && typeof value === 'object') return Object.entries(value).every(([k, v]) => storable(k) && storableDeep(v));
+  return true;
+}
+
+export const ProcessorEvent = z
+  .object({
+    id: z.string().min(1).max(255),
+    type: z.string().min(1).max(255),
+    created: z.number().int().min(CREATED_RANGE.min).max(CREATED_RANGE.max),
+    livemode: z.boolean(),
+    account: z.string().min(1).max(255).nullish(),
+    data: z.object({ object: z.record(z.string(), z.unknown()) }),
+  })
+  // The whole event, not only the fields read: a waiting refund is kept whole (its payload), and
+  // one bad string in a batch's JSON would fail the statement of every event sent with it.
+  .refine(storableDeep, { message: UNSTORABLE });
 export type ProcessorEvent = z.infer<typeof ProcessorEvent>;
+
+/** Why a body is not an event this service can take: its created time (a number out of range), its text, or its shape. */
+export function eventProblem(error: z.ZodError, body: unknown): 'created' | 'text' | 'shape' {
+  const created = (body as { created?: unknown } | null)?.created;
+  if (typeof created === 'number' && error.issues.some((i) => i.path[0] === 'created')) return 'created';
+  if (error.issues.some((i) => i.message === UNSTORABLE)) return 'text';
+  return 'shape';
+}
 
 const CheckoutSession = z.object({
   id: z.string(),

@@ -65,7 +65,9 @@ export async function computeReadiness(db: Database, key: ProgramKey, now = new 
           ? 'Sales are reported server to server.'
           : payments.statistics.isProcessorConnected
             ? `Payments are recorded from the connected processor account ${payments.statistics.processorAccountId}.`
-            : connection
+            : connection?.status === 'pending_verification'
+              ? `The processor account ${connection.accountId} is waiting for its first signed event: point its webhook endpoint at /api/v1/webhooks/processor/${connection.accountId}.`
+              : connection
               ? `The processor account ${connection.accountId} is ${connection.status}: connect it again from the program settings, or switch paymentTrackingMode to s2s.`
               : 'Payment tracking expects a processor connection, and none is connected yet; or switch paymentTrackingMode to s2s.',
     },

@@ -6,6 +6,8 @@ export type RefundReason = 'refund' | 'chargeback';
 export interface RefundInput {
   programId: number;
   transactionId: string;
+  /** The sale's mode, when known (a processor event's): only that sale. Undefined: the real sale first (/track/refund names no mode). */
+  test?: boolean;
   reason: RefundReason;
   refundReason: string | undefined;
 }
@@ -37,6 +39,7 @@ interface RecordedRefund {
 const refundItem = (i: RefundInput) => ({
   program_id: i.programId,
   transaction_id: i.transactionId,
+  ...(i.test === undefined ? {} : { test: i.test }),
   reason: i.reason,
   refund_reason: i.refundReason ?? null,
 });
@@ -70,6 +73,8 @@ export const createRefundWriter = (db: Database) => refunds.batched(db);
 export interface PartialRefundInput {
   programId: number;
   transactionId: string;
+  /** The sale's mode: a processor refund reverses only the sale of its own mode. */
+  test: boolean;
   /** The charge's refunded total, as the processor reports it (cumulative), and its amount: 0 < refunded < charged. */
   refundedCents: number;
   chargeCents: number;
@@ -92,7 +97,7 @@ const partial = sql('refunds.record_partial', `SELECT record_partial_refund($1::
  */
 export async function recordPartialRefund(db: Queryable, input: PartialRefundInput): Promise<PartialRefundOutcome> {
   const row = await db.one<{ result: { sale_id: string; sale_status: SaleRow['status']; refunded_cents: number; recorded: boolean } }>(partial, [
-    JSON.stringify({ program_id: input.programId, transaction_id: input.transactionId, refunded_cents: input.refundedCents, charge_cents: input.chargeCents }),
+    JSON.stringify({ program_id: input.programId, transaction_id: input.transactionId, test: input.test, refunded_cents: input.refundedCents, charge_cents: input.chargeCents }),
   ]);
   const r = row!.result;
   return { saleId: r.sale_id, saleStatus: r.sale_status, refundedCents: Number(r.refunded_cents), recorded: r.recorded };

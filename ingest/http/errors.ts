@@ -3,6 +3,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { DomainError } from '../domain/errors.js';
 import { ApiError } from './api-error.js';
 import { ERROR_NAMES, M } from './messages.js';
+import type { RefusalLog } from './refusal-log.js';
 import { failedAnswer, isSurface, platformCode, refusalAnswer, SURFACES, type FailureContext, type Surface } from './surfaces.js';
 
 export { ApiError, badRequest, forbidden, notFound, typedError, unauthorized, type ApiErrorOptions } from './api-error.js';
@@ -12,6 +13,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Which API surface the route belongs to: how its errors are worded (ingest/http/surfaces.ts). */
     surface: Surface;
+    /** A route anyone can flood (the processor webhook) writes its 4xx lines through this, throttled, not one per request. */
+    logRefusal?: RefusalLog;
   }
 }
 
@@ -89,7 +92,12 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
   const { apiError, body } = answerTo(error, surface, { requestId: String(request.id), body: request.body });
 
   if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
-  else request.log.warn({ status: apiError.status, reason: apiError.message }, 'request refused');
+  else {
+    const fields = { status: apiError.status, reason: apiError.message };
+    const logRefusal = request.routeOptions.config.logRefusal;
+    if (logRefusal) logRefusal(request, fields, 'request refused');
+    else request.log.warn(fields, 'request refused');
+  }
 
   if (apiError.options.headers) reply.headers(apiError.options.headers);
   return reply.status(apiError.status).send(body);

@@ -102,6 +102,13 @@ export const M = {
     notConnected: 'This program has no processor connection', // ours
     limit: 'limit must be an integer from 1 to 100', // ours
     ownerOnly: 'Only a workspace owner can connect or disconnect the payment processor', // ours
+    // Issue 27: an event no store could keep, an account's own URL, who owns an account.
+    text: 'The event carries text that cannot be stored (a NUL character or an unpaired surrogate)', // ours
+    created: 'The event created time must be whole unix seconds from 2000-01-01 to 2100-01-01', // ours
+    otherAccount: "The event's account is not the account of this webhook URL", // ours
+    webhookSecret: "webhook_secret must be the signing secret of the account's webhook endpoint (whsec_...)", // ours
+    accountTaken: 'This processor account is connected to another workspace', // ours
+    noSecretsKey: 'Processor connections are unavailable: the service has no SECRETS_KEY', // ours
   },
   management: {
     sessionRequired: 'A dashboard session is required', // ours

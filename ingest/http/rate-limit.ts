@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Redis } from 'ioredis';
+import { countMinSketch, type CountMinSketch } from './count-min.js';
 import { ApiError } from './errors.js';
 import { M } from './messages.js';
 
@@ -19,37 +20,43 @@ export interface RateLimitStore {
 
 export interface MemoryStoreOptions {
   /**
-   * The most keys counted in one window. Spoofed addresses or random keys could otherwise grow the
-   * map without end; past the bound a new key is let through uncounted (the keys already counted
-   * keep their counts), as a Redis outage is: tracking availability over limit precision.
+   * The most keys counted exactly in one window. Spoofed addresses or random keys could otherwise
+   * grow the map without end; past the bound a new key is counted in a count-min sketch of fixed
+   * size, which can only over-count: a flood of new keys neither grows memory, nor lets a caller
+   * through uncounted, nor resets a count (the keys already counted keep counting exactly).
    */
   maxKeys?: number;
+  /** Counters in each of the sketch's four rows (2^17: 2 MiB, allocated when first needed). */
+  sketchWidth?: number;
   /** Called once per window when the bound is first reached. */
   onFull?: (maxKeys: number) => void;
 }
 
 export const MEMORY_STORE_MAX_KEYS = 100_000;
+const SKETCH_WIDTH = 2 ** 17;
 
-export function memoryRateLimitStore({ maxKeys = MEMORY_STORE_MAX_KEYS, onFull }: MemoryStoreOptions = {}): RateLimitStore {
+export function memoryRateLimitStore({ maxKeys = MEMORY_STORE_MAX_KEYS, sketchWidth = SKETCH_WIDTH, onFull }: MemoryStoreOptions = {}): RateLimitStore {
   let currentWindow = -1;
   let counts = new Map<string, number>();
+  let overflow: CountMinSketch | undefined;
   let full = false;
   return {
     hit(key, windowStart) {
-      // Only the current window matters: dropping the old map bounds memory to one window's keys.
+      // Only the current window matters: dropping the old counts bounds memory to one window's keys.
       if (windowStart !== currentWindow) {
         currentWindow = windowStart;
         counts = new Map();
+        overflow?.clear();
         full = false;
       }
       const count = (counts.get(key) ?? 0) + 1;
-      if (count === 1 && counts.size >= maxKeys) {
-        if (!full) onFull?.(maxKeys);
-        full = true;
-        return 1;
+      if (count > 1 || counts.size < maxKeys) {
+        counts.set(key, count);
+        return count;
       }
-      counts.set(key, count);
-      return count;
+      if (!full) onFull?.(maxKeys);
+      full = true;
+      return (overflow ??= countMinSketch(sketchWidth)).add(key);
     },
     async close() {},
   };
@@ -95,36 +102,44 @@ export function tooManyRequests(message: string, at: number, resetAt: number, bu
   });
 }
 
-export interface RateRule {
+export interface RateBudget {
   /** Routes that share a budget share a bucket (sale and refund). */
   bucket: string;
   limit: number;
   windowMs?: number;
-  /** Who is counted: client IP, or the presented API key (hashed, never kept in clear). */
+}
+
+export interface RateRule extends RateBudget {
+  /** Who is counted: the client address, never a credential nobody checked (see credential-rate-limit.ts). */
   keyOf(request: FastifyRequest): string;
 }
 
-export function rateLimitHook(store: RateLimitStore, rule: RateRule, log: FastifyBaseLogger, now: () => number = Date.now) {
-  const windowMs = rule.windowMs ?? 60_000;
-  const limitHeader = String(rule.limit);
-  const prefix = `${rule.bucket}:`;
+/**
+ * Counts one request for a key of the budget: sets the X-RateLimit headers and calls done with the
+ * 429 when the key is over the limit. Callback style: with the memory store no promise is made.
+ */
+export type RateCounter = (reply: FastifyReply, key: string, done: (err?: ApiError) => void) => void;
+
+export function rateCounter(store: RateLimitStore, budget: RateBudget, log: FastifyBaseLogger, now: () => number = Date.now): RateCounter {
+  const windowMs = budget.windowMs ?? 60_000;
+  const limitHeader = String(budget.limit);
+  const prefix = `${budget.bucket}:`;
   // The reset header is the same for every request of a window: built once per window.
   let resetWindow = -1;
   let resetHeader = '';
 
   function verdict(reply: FastifyReply, count: number, at: number, resetAt: number): ApiError | undefined {
     reply.header('X-RateLimit-Limit', limitHeader);
-    reply.header('X-RateLimit-Remaining', String(Math.max(0, rule.limit - count)));
+    reply.header('X-RateLimit-Remaining', String(Math.max(0, budget.limit - count)));
     reply.header('X-RateLimit-Reset', resetHeader);
-    if (count <= rule.limit) return undefined;
+    if (count <= budget.limit) return undefined;
     return tooManyRequests(M.rateLimited, at, resetAt);
   }
 
   // A limiter outage must not stop tracking: fail open, loudly.
-  const failOpen = (err: unknown) => log.error({ err, bucket: rule.bucket }, 'rate limit store unavailable; request allowed');
+  const failOpen = (err: unknown) => log.error({ err, bucket: budget.bucket }, 'rate limit store unavailable; request allowed');
 
-  // Callback style: with the memory store a request is counted without a promise.
-  return function rateLimit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+  return function count(reply, key, done) {
     const at = now();
     const windowStart = Math.floor(at / windowMs) * windowMs;
     const resetAt = windowStart + windowMs;
@@ -134,18 +149,26 @@ export function rateLimitHook(store: RateLimitStore, rule: RateRule, log: Fastif
     }
     let counted: number | Promise<number>;
     try {
-      counted = store.hit(prefix + rule.keyOf(request), windowStart, windowMs);
+      counted = store.hit(prefix + key, windowStart, windowMs);
     } catch (err) {
       failOpen(err);
       return done();
     }
     if (typeof counted === 'number') return done(verdict(reply, counted, at, resetAt));
     counted.then(
-      (count) => done(verdict(reply, count, at, resetAt)),
+      (n) => done(verdict(reply, n, at, resetAt)),
       (err: unknown) => {
         failOpen(err);
         done();
       },
     );
+  };
+}
+
+/** An onRequest hook counting every request of the route under rule.keyOf. */
+export function rateLimitHook(store: RateLimitStore, rule: RateRule, log: FastifyBaseLogger, now: () => number = Date.now) {
+  const count = rateCounter(store, rule, log, now);
+  return function rateLimit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+    count(reply, rule.keyOf(request), done);
   };
 }

@@ -5,7 +5,8 @@ import type { Warehouse } from '../../core/warehouse.js';
 import { createAuth, presentedKeyId } from '../http/auth.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { PlatformError, TypedError } from '../http/schemas.js';
-import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
+import { credentialRateLimit } from '../http/credential-rate-limit.js';
+import type { RateLimitStore } from '../http/rate-limit.js';
 import { mcpRoutes } from './agent/mcp.js';
 import { operationContext } from './agent/context.js';
 import { OPERATIONS, type OperationInput } from './agent/operations.js';
@@ -33,14 +34,9 @@ const errors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404
 export const agentRoutes: FastifyPluginAsync<AgentDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const auth = createAuth({ db: deps.db, throttle: deps.authThrottle });
-  const limit = rateLimitHook(
-    deps.rateLimits,
-    { bucket: 'agent', limit: AGENT_RATE_LIMIT, keyOf: (request) => presentedKeyId(request) ?? request.ip },
-    fastify.log,
-    deps.clock,
-  );
-  // Rate limit first: a refused request reaches neither the key lookup nor the endpoint.
-  const onRequest = [limit, auth.authenticate('agent')];
+  const limit = credentialRateLimit(deps.rateLimits, { bucket: 'agent', limit: AGENT_RATE_LIMIT, credentialOf: presentedKeyId }, fastify.log, deps.clock);
+  // Rate limit first: a refused request reaches neither the endpoint nor, once its key is known, the key lookup.
+  const onRequest = [limit.beforeAuth, auth.authenticate('agent'), limit.afterAuth];
 
   for (const op of OPERATIONS) {
     app.route({

@@ -12,7 +12,8 @@ import { createAuth, presentedKeyId } from '../http/auth.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { ApiError, badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
-import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
+import { credentialRateLimit } from '../http/credential-rate-limit.js';
+import type { RateLimitStore } from '../http/rate-limit.js';
 import { PlatformError, TypedError, body, echo } from '../http/schemas.js';
 import { hashSecret } from '../domain/secrets.js';
 import type { IdentityVerifier } from '../oidc/verifier.js';
@@ -151,8 +152,8 @@ const errors = { 400: PlatformError, 401: z.union([PlatformError, TypedError]), 
 /**
  * The CLI endpoints under /api/v1/cli/: browser login (start, callback, poll), init and programs
  * with an account login token, status and test-event with a program key, and the retired
- * stripe-connect. 60 requests per minute per presented key (the poll secret while logging in,
- * the client IP for the keyless calls).
+ * stripe-connect. 60 requests per minute per presented key once it is known to be real (the poll
+ * secret while logging in), the client address for keyless calls and keys not yet known.
  */
 export const cliRoutes: FastifyPluginAsync<CliDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
@@ -161,12 +162,16 @@ export const cliRoutes: FastifyPluginAsync<CliDeps> = async (fastify, deps) => {
   const clicks = createClickWriter(db);
   const synthetic = { db, clicks, platformFeeBps: deps.platformFeeBps };
 
-  const keyOf = (r: FastifyRequest) => {
+  const pollKey = (secret: string) => `poll:${hashSecret(secret)}`;
+  const credentialOf = (r: FastifyRequest) => {
     const secret = r.headers[POLL_SECRET_HEADER];
-    return presentedKeyId(r) ?? (typeof secret === 'string' && secret ? `poll:${hashSecret(secret)}` : `ip:${r.ip}`);
+    return presentedKeyId(r) ?? (typeof secret === 'string' && secret ? pollKey(secret) : undefined);
   };
-  // Before any route's own hooks: a refused request reaches no credential lookup.
-  app.addHook('onRequest', rateLimitHook(deps.rateLimits, { bucket: 'cli', limit: 60, keyOf }, app.log, deps.clock));
+  const limit = credentialRateLimit(deps.rateLimits, { bucket: 'cli', limit: 60, credentialOf }, app.log, deps.clock);
+  // Before any route's own hooks: a refused request reaches no credential lookup. preParsing runs
+  // after every onRequest hook, the routes' authentication included.
+  app.addHook('onRequest', limit.beforeAuth);
+  app.addHook('preParsing', (request, reply, _payload, done) => limit.afterAuth(request, reply, (err) => done(err)));
 
   const requireIdentity = () => {
     if (!identity) throw new Error('no OpenID provider is configured for the CLI login');
@@ -233,6 +238,8 @@ export const cliRoutes: FastifyPluginAsync<CliDeps> = async (fastify, deps) => {
     async (request) => {
       const secret = request.headers[POLL_SECRET_HEADER];
       const result = await pollLogin(db, request.query.state, typeof secret === 'string' ? secret : undefined);
+      // The secret belongs to a login: from now on its polls count against it, not the address.
+      if (typeof secret === 'string') limit.remember(pollKey(secret));
       switch (result.status) {
         case 'pending':
           return { data: { status: 'pending' as const, expires_at: result.expiresAt.toISOString() } };

@@ -103,7 +103,7 @@ export const PerformanceOk = z.object({
   }),
 });
 
-/** statistics.payments of the status endpoint; also the answer of the processor-connection routes. */
+/** statistics.payments of the status endpoint; also the answer of the processor-connection routes (with their webhookUrl). */
 export const PaymentsStatistics = z.object({
   paymentTrackingMode: z.enum(['processor_connect', 's2s']),
   methodReady: z.boolean(),

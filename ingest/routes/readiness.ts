@@ -1,11 +1,12 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import { computeReadiness } from '../domain/readiness.js';
 import { createAuth, presentedKeyId, programKeyOf } from '../http/auth.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
-import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
+import { credentialRateLimit } from '../http/credential-rate-limit.js';
+import type { RateLimitStore } from '../http/rate-limit.js';
 import { TypedError } from '../http/schemas.js';
 
 export interface ReadinessDeps {
@@ -38,16 +39,13 @@ const ReadinessOk = z.object({
 
 export const readinessRoutes: FastifyPluginAsync<ReadinessDeps> = async (fastify, deps) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
+  const limit = credentialRateLimit(deps.rateLimits, { bucket: 'readiness', limit: 30, credentialOf: presentedKeyId }, app.log, deps.clock);
   const auth = createAuth({ db: deps.db, docsBaseUrl: deps.docsBaseUrl, throttle: deps.authThrottle });
   app.get(
     '/me/readiness',
     {
       config: { surface: 'readiness' },
-      onRequest: [
-        rateLimitHook(deps.rateLimits, { bucket: 'readiness', limit: 30, keyOf: byKeyOrIp }, app.log, deps.clock),
-        auth.authenticate('readiness'),
-      ],
+      onRequest: [limit.beforeAuth, auth.authenticate('readiness'), limit.afterAuth],
       schema: {
         summary: 'Is this program ready to go live?',
         response: { 200: ReadinessOk, 401: TypedError, 429: TypedError, 500: TypedError },

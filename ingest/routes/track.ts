@@ -14,6 +14,7 @@ import { presentedKeyId, programKeyHook } from '../http/auth.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { badRequest, forbidden } from '../http/errors.js';
 import { M } from '../http/messages.js';
+import { credentialRateLimit } from '../http/credential-rate-limit.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { PlatformError, TypedError, additionalData, body, echo, flag, storable, text } from '../http/schemas.js';
 import { refusalAnswer } from '../http/surfaces.js';
@@ -254,11 +255,11 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
   const recordRefund = createRefundWriter(db);
   const limit = (bucket: string, max: number, keyOf: (r: FastifyRequest) => string) =>
     rateLimitHook(deps.rateLimits, { bucket, limit: max, keyOf }, app.log, deps.clock);
-  const byIp = (r: FastifyRequest) => r.ip;
-  const byKeyOrIp = (r: FastifyRequest) => presentedKeyId(r) ?? `ip:${r.ip}`;
+  const byIp = (r: FastifyRequest) => r.clientAddress;
   const key = (surface: 'click' | 'lead' | 'sale' | 'refund', anonymousAllowed: boolean) =>
     programKeyHook(db, { surface, anonymousAllowed, docsBaseUrl: deps.docsBaseUrl, throttle: deps.authThrottle });
-  const saleRefundLimit = limit('sale_refund', 120, byKeyOrIp);
+  // Per API key (the client address when no key, or a key not yet known to be real).
+  const saleRefund = credentialRateLimit(deps.rateLimits, { bucket: 'sale_refund', limit: 120, credentialOf: presentedKeyId }, app.log, deps.clock);
   const browserErrors = exposeBrowserErrors(db);
 
   /** A key and an additional_data.program_id naming another program do not go together. */
@@ -347,7 +348,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
     {
       config: { surface: 'sale' },
       bodyLimit: BODY_LIMIT,
-      onRequest: [saleRefundLimit, key('sale', false)],
+      onRequest: [saleRefund.beforeAuth, key('sale', false), saleRefund.afterAuth],
       schema: {
         summary: 'Record a payment (sale)',
         body: SaleBody,
@@ -389,7 +390,7 @@ export const trackRoutes: FastifyPluginAsync<TrackDeps> = async (fastify, deps) 
     {
       config: { surface: 'refund' },
       bodyLimit: BODY_LIMIT,
-      onRequest: [saleRefundLimit, key('refund', false)],
+      onRequest: [saleRefund.beforeAuth, key('refund', false), saleRefund.afterAuth],
       schema: { summary: 'Record a refund or chargeback of a sale', body: RefundBody, response: { 200: RefundOk, 404: PlatformError, ...errors } },
     },
     async (request) => {

@@ -508,7 +508,15 @@ function renderChecklist(status) {
 
 // ---- Program settings: payments (the processor connection, issue 12) ----
 
-const STATUS_WORDS = { connected: 'Connected', deauthorized: 'Deauthorized by the processor account', not_connected: 'Not connected' };
+const STATUS_WORDS = {
+  connected: 'Connected',
+  pending_verification: 'Waiting for the first signed event from the account',
+  deauthorized: 'Deauthorized by the processor account',
+  not_connected: 'Not connected',
+};
+const HANDLED_EVENTS =
+  'checkout.session.completed, checkout.session.async_payment_succeeded, invoice.payment_succeeded, invoice_payment.paid, ' +
+  'charge.refunded, charge.dispute.created, account.updated and account.application.deauthorized';
 const yesNo = (v) => (v ? 'Yes' : 'No');
 
 function renderPayments(payments, events) {
@@ -543,11 +551,14 @@ function renderPayments(payments, events) {
   $('payments').dataset.status = status ?? '';
   $('processor-disconnect').hidden = !payments?.processorAccountId;
   $('processor-connect').textContent = payments?.processorAccountId ? 'Connect another account' : 'Connect';
-  $('processor-webhook').textContent =
-    `Point the processor's webhook at ${location.origin}/api/v1/webhooks/processor with the events checkout.session.completed, ` +
-    'checkout.session.async_payment_succeeded, invoice.payment_succeeded, invoice_payment.paid, charge.refunded, charge.dispute.created, ' +
-    'account.updated and account.application.deauthorized.' +
-    (connected ? '' : ' Sales are recorded once the account is connected.');
+  // Each account has its own URL, whose events are checked with the secret given here (issue 27).
+  const account = payments?.processorAccountId;
+  $('processor-webhook').textContent = account
+    ? `In the account's processor dashboard, point its webhook endpoint at ${location.origin}/api/v1/webhooks/processor/${account} ` +
+      `with the events ${HANDLED_EVENTS}.` +
+      (connected ? '' : ' Sales are recorded once its first signed event has arrived.')
+    : 'Create a webhook endpoint in the processor dashboard of the account, then connect the account here with the ' +
+      "endpoint's signing secret (whsec_...): this page then shows the URL to point it at.";
   const table = $('processor-events');
   table.hidden = events.length === 0;
   table.tBodies[0].replaceChildren(
@@ -571,6 +582,7 @@ async function changeConnection(init) {
   try {
     await api(`/api/tracking/programs/${state.programId}/processor-connection`, undefined, init);
     $('processor-account').value = '';
+    $('processor-secret').value = '';
     await loadFigures();
   } catch (e) {
     error.textContent = e.message;
@@ -583,7 +595,8 @@ async function changeConnection(init) {
 $('processor-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const accountId = $('processor-account').value.trim();
-  if (accountId) void changeConnection({ method: 'PUT', body: { account_id: accountId } });
+  const webhookSecret = $('processor-secret').value.trim();
+  if (accountId && webhookSecret) void changeConnection({ method: 'PUT', body: { account_id: accountId, webhook_secret: webhookSecret } });
 });
 $('processor-disconnect').addEventListener('click', () => void changeConnection({ method: 'DELETE' }));
 

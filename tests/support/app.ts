@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql, type Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { createLogger } from '../../core/log.js';
+import { createSecretBox } from '../../core/secret-box.js';
 import { buildApp } from '../../ingest/app.js';
 import { addMember, createSession, createWorkspace } from '../../ingest/domain/workspaces.js';
 import { memoryRateLimitStore, type RateLimitStore } from '../../ingest/http/rate-limit.js';
@@ -10,6 +11,8 @@ export const FEE_BPS = 2_000;
 export const DOCS_BASE_URL = 'https://docs.test.example';
 /** The processor webhook secrets every test app accepts (two: a rotation in progress). */
 export const PROCESSOR_SECRETS = ['whsec_test_current_secret', 'whsec_test_previous_secret'];
+/** The SECRETS_KEY of every test app (sealed processor account secrets). */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7);
 
 export async function buildTestApp(
   db: Database,
@@ -26,6 +29,7 @@ export async function buildTestApp(
     trustProxy: ['127.0.0.1'],
     tracking: { platformFeeBps: FEE_BPS, docsBaseUrl: DOCS_BASE_URL },
     processorWebhookSecrets: () => PROCESSOR_SECRETS,
+    secretBox: createSecretBox(TEST_SECRETS_KEY),
   });
   await app.ready();
   return app;

@@ -164,15 +164,47 @@ export function signed(payload: string, o: { secret?: string; timestamp?: number
   return Stripe.webhooks.generateTestHeaderString({ payload, secret: o.secret ?? PROCESSOR_SECRETS[0]!, timestamp: o.timestamp ?? now() });
 }
 
-export function deliver(app: FastifyInstance, evt: object, o: { secret?: string; timestamp?: number; header?: string | null } = {}) {
+/** `to`: the account's own URL (/api/v1/webhooks/processor/<to>), else the operator's. */
+export function deliver(app: FastifyInstance, evt: object, o: { secret?: string; timestamp?: number; header?: string | null; to?: string } = {}) {
   const payload = JSON.stringify(evt);
   const header = o.header === undefined ? signed(payload, o) : o.header;
   return app.inject({
     method: 'POST',
-    url: '/api/v1/webhooks/processor',
+    url: o.to ? `/api/v1/webhooks/processor/${o.to}` : '/api/v1/webhooks/processor',
     headers: { 'content-type': 'application/json; charset=utf-8', ...(header === null ? {} : { 'stripe-signature': header }) },
     payload,
   });
+}
+
+/** A processor account id of the expected shape (acct_ and letters or digits), new each call. */
+export const accountId = () => `acct_${randomBytes(8).toString('hex')}`;
+/** A webhook signing secret as the processor's dashboard shows one. */
+export const webhookSecret = () => `whsec_${randomBytes(24).toString('base64url')}`;
+
+/**
+ * Connects the program to the account with that secret (the workspace owner's PUT) and, unless
+ * `verify` is false, sends the account's first event to its own URL, which verifies the connection.
+ */
+export async function connectAccount(
+  app: FastifyInstance,
+  p: { programId: number; workspace: { ownerToken: string } },
+  account: string,
+  secret: string,
+  o: { verify?: boolean } = {},
+) {
+  const put = await app.inject({
+    method: 'PUT',
+    url: `/api/tracking/programs/${p.programId}/processor-connection`,
+    headers: { authorization: `Bearer ${p.workspace.ownerToken}` },
+    payload: { account_id: account, webhook_secret: secret },
+  });
+  if (put.statusCode !== 200) throw new Error(`connect answered ${put.statusCode}: ${put.body}`);
+  if (o.verify !== false) {
+    // Any validly signed event verifies; an unhandled type changes nothing else.
+    const first = await deliver(app, event('customer.created', { id: id('cus'), object: 'customer' }), { to: account, secret });
+    if (first.statusCode !== 200) throw new Error(`the account's first event answered ${first.statusCode}: ${first.body}`);
+  }
+  return put.json().data as { processorConnectionStatus: string; webhookUrl: string | null };
 }
 
 /** The same delivery over HTTP to a service in another process: the status, or 0 when the connection failed (a killed process). */

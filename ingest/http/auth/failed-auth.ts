@@ -6,11 +6,15 @@ import { tooManyRequests, type RateLimitStore } from '../rate-limit.js';
 /** Failed authentications a client address may make in a minute; past them, 429 (ours). */
 export const AUTH_FAILURES_PER_MINUTE = 30;
 const WINDOW_MS = 60_000;
-/** Addresses remembered as over the limit in one process and window (bounded like the store). */
+/**
+ * Addresses remembered as over the limit in one process and window. Past the bound an address over
+ * its limit is still refused, by the store's count, only after its lookup.
+ */
 const MAX_BLOCKED = 100_000;
 
 /**
- * Key guessing is counted per client address, whatever key is guessed, in the rate-limit store
+ * Key guessing is counted per client address (request.clientAddress: an IPv6 client per /64 by
+ * default), whatever key is guessed, in the rate-limit store
  * (memory or Redis, so every ingest process shares the count). The failure past the limit is
  * answered 429, and this process then answers that address 429 before any lookup until the
  * window ends: guessing costs neither a database query nor a fresh budget per key.
@@ -46,20 +50,20 @@ export function createFailedAuthThrottle({ store, log, limit = AUTH_FAILURES_PER
   return {
     check(request) {
       const { at, resetAt } = window();
-      return blocked.has(request.ip) ? refuse(at, resetAt) : undefined;
+      return blocked.has(request.clientAddress) ? refuse(at, resetAt) : undefined;
     },
     async failed(request) {
       const { at, start, resetAt } = window();
       let count: number;
       try {
-        count = await store.hit(`auth_failures:${request.ip}`, start, WINDOW_MS);
+        count = await store.hit(`auth_failures:${request.clientAddress}`, start, WINDOW_MS);
       } catch (err) {
         // A store outage must not lock callers out: fail open, loudly (as the rate limits do).
         log.error({ err, bucket: 'auth_failures' }, 'rate limit store unavailable; authentication not throttled');
         return undefined;
       }
       if (count <= limit) return undefined;
-      if (blocked.size < MAX_BLOCKED) blocked.add(request.ip);
+      if (blocked.size < MAX_BLOCKED) blocked.add(request.clientAddress);
       return refuse(at, resetAt);
     },
   };
