@@ -2,20 +2,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /**
- * Import boundaries. In flat config a later block's `no-restricted-imports` replaces an earlier
- * one for the files both match, so each folder's whole list of bans is written once, below.
+ * Import boundaries: the design card's layers, top down. ingest/ (the HTTP app) may use the domain
+ * and queries; the domain writes Postgres and the outbox; processors/ carry the event log to the
+ * warehouse; queries/ read it; schemas/ and core/ stand on their own. In flat config a later block's
+ * `no-restricted-imports` replaces an earlier one for the files both match, so each folder's whole
+ * list of bans is written once, below.
  */
-const HTTP_LAYER = {
-  regex: '(^|/)ingest/(http|routes)(/|$)|^\\.\\./(http|routes)(/|$)',
-  message:
-    'The domain and the pipeline never import the HTTP layer: return a typed outcome or throw a DomainError ' +
-    '(ingest/domain/errors.ts); ingest/http/surfaces.ts turns it into the answer of each surface.',
-};
-const INGEST = {
-  regex: '(^|/)ingest/',
-  message: 'pipeline/, queries/ and schemas/ do not depend on the HTTP app (ingest/): take event types from schemas/event-contract.ts.',
-};
-const NO_FASTIFY = { name: 'fastify', message: 'The domain and the pipeline know nothing of HTTP.' };
+const layer = (name, message) => ({ regex: `(^|/)${name}/`, message });
+const INGEST = layer('ingest', 'Only the HTTP app is in ingest/: return a typed outcome or throw a DomainError (domain/errors.ts); ingest/http/surfaces.ts turns it into the answer of each surface.');
+const DOMAIN = layer('domain', 'The domain writes Postgres and the outbox; a stream processor, a query or a schema never calls it: take event types from schemas/event-contract.ts.');
+const PROCESSORS = layer('processors', 'The stream processors are started by main.ts; nothing else imports them (a query only reads the warehouse).');
+const QUERIES = layer('queries', 'queries/ is read by the HTTP app and the analysts, never by the domain, the processors, schemas or core.');
+const NO_FASTIFY = { name: 'fastify', message: 'Only ingest/ knows HTTP.' };
 const restrict = (patterns, paths = []) => ({ 'no-restricted-imports': ['error', { paths, patterns }] });
 
 export default tseslint.config(
@@ -33,16 +31,17 @@ export default tseslint.config(
   { files: ['core/config.ts', 'tests/**', 'bench/**', 'scripts/**', 'vitest.config.ts'], rules: { 'no-restricted-properties': 'off' } },
   // The svc command is its own program: environment.ts is its one reader of the environment.
   { files: ['clients/cli/src/environment.ts'], rules: { 'no-restricted-properties': 'off' } },
-  // The domain says what happened or why something was refused; only ingest/http and ingest/routes
-  // turn that into statuses, envelopes and messages, so a webhook, the CLI or an agent reuses it.
-  { files: ['ingest/domain/**'], rules: restrict([HTTP_LAYER], [NO_FASTIFY]) },
-  // The stream half and the event contract stand without the HTTP app: a pipeline that imported
-  // ingest/ would load Fastify and the domain.
-  { files: ['pipeline/**'], rules: restrict([INGEST, HTTP_LAYER], [NO_FASTIFY]) },
-  { files: ['queries/**', 'schemas/**'], rules: restrict([INGEST]) },
+  // The domain says what happened or why something was refused; only ingest/ turns that into
+  // statuses, envelopes and messages, so a webhook, the CLI or an agent reuses it.
+  { files: ['domain/**'], rules: restrict([INGEST, PROCESSORS, QUERIES], [NO_FASTIFY]) },
+  // The stream half stands without the HTTP app and the domain: a processor that imported them
+  // would load Fastify and every write path.
+  { files: ['processors/**'], rules: restrict([INGEST, DOMAIN, QUERIES], [NO_FASTIFY]) },
+  { files: ['queries/**'], rules: restrict([INGEST, DOMAIN, PROCESSORS], [NO_FASTIFY]) },
+  { files: ['schemas/**', 'core/**'], rules: restrict([INGEST, DOMAIN, PROCESSORS, QUERIES], [NO_FASTIFY]) },
   // Client packages are installed on their own by brands: they reach the service over HTTP only.
   {
     files: ['clients/**'],
-    rules: restrict([{ regex: '^(\\.\\./)+(core|ingest|pipeline|queries|schemas)/', message: 'A client package may not import the service: it is installed without it' }]),
+    rules: restrict([{ regex: '^(\\.\\./)+(core|domain|ingest|processors|queries|schemas)/', message: 'A client package may not import the service: it is installed without it' }]),
   },
 );

@@ -13,8 +13,8 @@ import { createSecretBox, loadOrCreateKeyFile, requireSecretsKey } from './core/
 import { migrateWarehouse } from './core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from './core/warehouse.js';
 import type { EmbeddedProvider } from './ingest/oidc/embedded-provider.js';
-import type { CliIdentity } from './ingest/routes/cli.js';
-import type { RunningService } from './pipeline/services.js';
+import type { CliIdentity } from './ingest/cli/routes.js';
+import type { RunningService } from './processors/services.js';
 
 /**
  * The service's modules, loaded while the stores open (main): loading them takes about a second
@@ -23,23 +23,23 @@ import type { RunningService } from './pipeline/services.js';
  */
 const loadModules = () =>
   Promise.all([
-    import('./analytics/endpoint.js'),
+    import('./queries/analytics/endpoint.js'),
     import('./ingest/app.js'),
-    import('./ingest/demo.js'),
+    import('./domain/demo.js'),
     import('./ingest/http/rate-limit.js'),
     import('./ingest/oidc/embedded-provider.js'),
     import('./ingest/oidc/verifier.js'),
-    import('./ingest/routes/cli.js'),
-    import('./pipeline/avro/codec.js'),
-    import('./pipeline/embedded-pipeline.js'),
-    import('./pipeline/metrics.js'),
+    import('./ingest/cli/routes.js'),
+    import('./processors/avro/codec.js'),
+    import('./processors/embedded-pipeline.js'),
+    import('./processors/metrics.js'),
   ]);
 
 /**
  * The Kafka relay and loader, loaded only when Kafka is configured: their clients take about
  * 0.8 s of a start to load (@platformatic/kafka most of it), which the embedded start never uses.
  */
-const loadKafkaServices = () => import('./pipeline/services.js');
+const loadKafkaServices = () => import('./processors/services.js');
 
 function banner(url: string, mode: string, demoLines: readonly string[]): string {
   const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`, `  CLI: SVC_BASE_URL=${url} svc login`, ...demoLines];

@@ -2,7 +2,7 @@
  * Avro vs JSON per event (npm run bench:avro). Not a test: it prints figures and asserts nothing.
  *
  * For each event kind, one outbox row shaped like the service writes it is encoded and decoded N
- * times with the codec the relay uses (pipeline/avro/codec.ts: row to Avro value, Confluent
+ * times with the codec the relay uses (processors/avro/codec.ts: row to Avro value, Confluent
  * header, Avro binary; and back, timestamps as ISO strings), and with JSON.stringify/JSON.parse of
  * the same row. The `avsc` columns time avsc alone (writing the ready Avro value into a buffer,
  * reading it back), to show what the strict row conversion, the header and the copy cost on top.
@@ -11,7 +11,7 @@
  * Knobs: BENCH_AVRO_N (iterations per measurement, default 50000).
  */
 import type { EventType } from '../schemas/event-contract.js';
-import { createAvroCodec, type EncodableRow } from '../pipeline/avro/codec.js';
+import { createAvroCodec, type EncodableRow } from '../processors/avro/codec.js';
 
 const N = Number(process.env.BENCH_AVRO_N ?? 50_000);
 if (!Number.isInteger(N) || N < 1) throw new Error('BENCH_AVRO_N must be a positive integer');

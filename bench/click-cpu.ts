@@ -28,7 +28,7 @@ import { openDatabase, sql, type Database, type NamedQuery } from '../core/db.js
 import { createLogger } from '../core/log.js';
 import { migrate } from '../core/migrate.js';
 import { buildApp, type AppDeps } from '../ingest/app.js';
-import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
+import { addMember, createWorkspace } from '../domain/access/workspaces.js';
 import { memoryRateLimitStore, type RateLimitStore } from '../ingest/http/rate-limit.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, seedProgram } from './setup.js';
 import { findWrk, luaString, runWrk, type RequestSpec } from './wrk.js';

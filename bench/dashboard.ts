@@ -31,7 +31,7 @@ import { migrate } from '../core/migrate.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../core/warehouse.js';
 import { buildApp } from '../ingest/app.js';
-import { addMember, createSession, createWorkspace } from '../ingest/domain/workspaces.js';
+import { addMember, createSession, createWorkspace } from '../domain/access/workspaces.js';
 import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
 import { dailyFiguresSql } from '../queries/performance.js';
 import { dayOf, dayString, PERIODS, planRange, type Period } from '../queries/periods.js';

@@ -18,7 +18,7 @@ import { openDatabase, type Database } from '../core/db.js';
 import { createLogger } from '../core/log.js';
 import { migrate } from '../core/migrate.js';
 import { buildApp } from '../ingest/app.js';
-import { createWorkspace } from '../ingest/domain/workspaces.js';
+import { createWorkspace } from '../domain/access/workspaces.js';
 import type { RateLimitStore } from '../ingest/http/rate-limit.js';
 import { seedProgram, type SeededProgram } from './setup.js';
 

@@ -35,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyPackage from 'fastify/package.json' with { type: 'json' };
 import { openDatabase, sql, type Database } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
-import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
+import { addMember, createWorkspace } from '../domain/access/workspaces.js';
 import { freePort, running, startChild, stopChild, waitForHttp, type Child } from './processes.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, exitedChildrenCpuMicros, intSetting, processCpuMicros, seedProgram, withTimeout } from './setup.js';
 import { findWrk, killWrkRuns, luaString, runWrk, wrkVersion, type PacedLatency, type RequestSpec, type WrkResult, type WrkThread } from './wrk.js';
@@ -43,7 +43,7 @@ import { findWrk, killWrkRuns, luaString, runWrk, wrkVersion, type PacedLatency,
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
 
-/** The service's limits the load must stay under (ingest/routes/track.ts). */
+/** The service's limits the load must stay under (ingest/tracking/routes.ts). */
 const SALE_LIMIT_PER_KEY_PER_MIN = 120;
 /**
  * Sales planned per key: sales and then refunds share the key's limit, and both phases may fall into

@@ -1,5 +1,5 @@
 /**
- * CPU per 1,000 loaded events (npx tsx bench/loader-cpu.ts): the loader (pipeline/loader.ts) and
+ * CPU per 1,000 loaded events (npx tsx bench/loader-cpu.ts): the loader (processors/loader/loader.ts) and
  * chDB in this one process, no Kafka, so the figure is the loader's own work: decode, map, the
  * warehouse inserts (chDB's parsing and part writing run on its threads, counted by
  * process.cpuUsage()) and the rollup. CPU time is far steadier than a rate on a shared machine.
@@ -33,10 +33,10 @@ import { migrate } from '../core/migrate.js';
 import { openWarehouse, type Warehouse } from '../core/warehouse.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
 import { buildApp } from '../ingest/app.js';
-import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
+import { addMember, createWorkspace } from '../domain/access/workspaces.js';
 import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
-import { createAvroCodec } from '../pipeline/avro/codec.js';
-import { createLoader, type LoaderBatch } from '../pipeline/loader.js';
+import { createAvroCodec } from '../processors/avro/codec.js';
+import { createLoader, type LoaderBatch } from '../processors/loader/loader.js';
 import type { OutboxRow } from '../schemas/event-contract.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, seedProgram, type SeededProgram } from './setup.js';
 

@@ -12,12 +12,12 @@ import type { KafkaConfig } from '../core/config.js';
 import type { Database } from '../core/db.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../core/warehouse.js';
-import type { AvroCodec } from '../pipeline/avro/codec.js';
-import type { EventLog, LogMessage } from '../pipeline/event-log.js';
-import { createKafkaEventLog, ensureTopics } from '../pipeline/kafka.js';
-import { createLoader, type LoaderBatch } from '../pipeline/loader.js';
-import { createRelay } from '../pipeline/relay.js';
-import { topicsOf } from '../pipeline/topics.js';
+import type { AvroCodec } from '../processors/avro/codec.js';
+import type { EventLog, LogMessage } from '../processors/event-log/event-log.js';
+import { createKafkaEventLog, ensureTopics } from '../processors/event-log/kafka.js';
+import { createLoader, type LoaderBatch } from '../processors/loader/loader.js';
+import { createRelay } from '../processors/relay.js';
+import { topicsOf } from '../processors/event-log/topics.js';
 
 export interface RelayBreakdown {
   relayed: number;

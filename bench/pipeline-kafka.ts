@@ -7,8 +7,8 @@
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { KafkaConfig } from '../core/config.js';
-import type { LogMessage } from '../pipeline/event-log.js';
-import { createKafkajsEventLog, ensureTopics } from '../pipeline/kafka.js';
+import type { LogMessage } from '../processors/event-log/event-log.js';
+import { createKafkajsEventLog, ensureTopics } from '../processors/event-log/kafka.js';
 
 /** Every topic and group of one benchmark run starts with this; nothing else is ever deleted. */
 export const RUN_PREFIX = /^ats_bench_[a-z0-9]+_$/;

@@ -48,14 +48,14 @@ import { openDatabase, sql, type Database } from '../core/db.js';
 import { createLogger } from '../core/log.js';
 import { migrate } from '../core/migrate.js';
 import { buildApp } from '../ingest/app.js';
-import { issueProgramKey } from '../ingest/domain/api-keys.js';
-import { createPartner, createProgram } from '../ingest/domain/programs.js';
-import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
+import { issueProgramKey } from '../domain/programs/api-keys.js';
+import { createPartner, createProgram } from '../domain/programs/programs.js';
+import { addMember, createWorkspace } from '../domain/access/workspaces.js';
 import { memoryRateLimitStore } from '../ingest/http/rate-limit.js';
-import { createAvroCodec } from '../pipeline/avro/codec.js';
-import type { LogMessage } from '../pipeline/event-log.js';
+import { createAvroCodec } from '../processors/avro/codec.js';
+import type { LogMessage } from '../processors/event-log/event-log.js';
 import type { OutboxRow } from '../schemas/event-contract.js';
-import { topicsOf } from '../pipeline/topics.js';
+import { topicsOf } from '../processors/event-log/topics.js';
 import { loaderBreakdown, relayBreakdown } from './pipeline-breakdown.js';
 import { BrokerAdmin, CONSUME_ROUNDS, kafkaConfig, runBaseline, type BaselineResult } from './pipeline-kafka.js';
 import type { TableSummary } from './pipeline-warehouse.js';
@@ -66,7 +66,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const BENCH_DATABASE = /^ats_bench_[a-z0-9]+$/;
 const HOST = '127.0.0.1';
-/** The relay's advisory lock (pipeline/relay.ts): held by the benchmark, it keeps a started relay idle. */
+/** The relay's advisory lock (processors/relay.ts): held by the benchmark, it keeps a started relay idle. */
 const RELAY_LOCK = 727274002;
 /** Issue 3's floor, end to end. */
 const TARGET_EVENTS_PER_S = 20_000;

@@ -6,8 +6,8 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Database } from '../core/db.js';
-import { issueProgramKey } from '../ingest/domain/api-keys.js';
-import { createPartner, createProgram, type ProgramSettings } from '../ingest/domain/programs.js';
+import { issueProgramKey } from '../domain/programs/api-keys.js';
+import { createPartner, createProgram, type ProgramSettings } from '../domain/programs/programs.js';
 
 export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const BENCH_DATABASE = /^ats_bench_[a-z0-9]+$/;

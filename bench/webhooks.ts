@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import Stripe from 'stripe';
 import { openDatabase, type Database } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
-import { addMember, createWorkspace } from '../ingest/domain/workspaces.js';
+import { addMember, createWorkspace } from '../domain/access/workspaces.js';
 import { freePort, startChild, stopChild, waitForHttp, type Child } from './processes.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, processCpuMicros, seedProgram, type SeededProgram } from './setup.js';
 

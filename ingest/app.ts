@@ -13,17 +13,17 @@ import { createFailedAuthThrottle } from './http/auth/failed-auth.js';
 import { decorateClientAddress, DEFAULT_IPV6_PREFIX } from './http/client-address.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { lazyRequestLoggers } from './http/request-log.js';
-import { cliLoginPageRoutes } from './routes/cli-login-page.js';
-import { cliRoutes, type CliIdentity } from './routes/cli.js';
-import { agentRoutes } from './routes/agent.js';
-import { dashboardPageRoutes } from './routes/dashboard-page.js';
-import { dashboardRoutes } from './routes/dashboard.js';
-import { managementRoutes } from './routes/management.js';
-import { processorConnectionRoutes } from './routes/processor-connection.js';
-import { PROCESSOR_WEBHOOK_RATE_LIMIT, processorWebhookRoutes } from './routes/processor-webhooks.js';
-import { readinessRoutes } from './routes/readiness.js';
-import { trackRoutes } from './routes/track.js';
-import { trackerScriptRoutes } from './routes/tracker-script.js';
+import { cliLoginPageRoutes } from './cli/login-page.js';
+import { cliRoutes, type CliIdentity } from './cli/routes.js';
+import { agentRoutes } from './agent/routes.js';
+import { dashboardPageRoutes } from './dashboard/page.js';
+import { dashboardRoutes } from './dashboard/routes.js';
+import { managementRoutes } from './management/routes.js';
+import { processorConnectionRoutes } from './payments/connection.js';
+import { PROCESSOR_WEBHOOK_RATE_LIMIT, processorWebhookRoutes } from './payments/webhooks.js';
+import { readinessRoutes } from './tracking/readiness.js';
+import { trackRoutes } from './tracking/routes.js';
+import { trackerScriptRoutes } from './tracking/tracker-script.js';
 
 export interface AppDeps {
   db: Database;

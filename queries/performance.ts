@@ -8,7 +8,7 @@ import { buildPerformance, firstActivityDay, type DailyFigure, type PerformanceB
 import { allTimeRange, dayOf, dayString, planRange, type Day, type RangeQuery } from './periods.js';
 
 /*
- * Which timestamp each metric counts by, and what it counts (docs/decisions.md, "Dashboard"):
+ * Which timestamp each metric counts by, and what it counts (docs/decisions/dashboard.md, "Dashboard"):
  *   clicks       the click's time; real clicks only
  *   leads        the customer's signup_date; status lead or conversion; not provisional, not test
  *   conversions  the customer's first_purchase_date (the converting sale's occurred_at); status conversion; not test
@@ -16,8 +16,8 @@ import { allTimeRange, dayOf, dayString, planRange, type Day, type RangeQuery } 
  *                the number of sales and their amount, per currency
  *   partners     the partner-program record's creation; each record once
  *   commissions  the commission's creation (when it was written); not reversed; per currency
- * These rules are applied when the loader writes performance facts (pipeline/loader.ts) and
- * recomputes the hours they touch (queries/rollup.ts): the latest state of each entity, each
+ * These rules are applied when the loader writes performance facts (processors/loader/loader.ts) and
+ * recomputes the hours they touch (processors/loader/rollup.ts): the latest state of each entity, each
  * entity once however often it was delivered. Here the hours of the range are summed per UTC day,
  * a few thousand rows at most for 90 days, read with FINAL so the latest computation of an hour wins.
  */

@@ -3,14 +3,14 @@
  * builders the domain calls to put one in the outbox. Everything else about events is checked
  * against this file:
  *
- *   - schemas/avro/<type>.avsc has exactly the payload's fields (tests/event-contract.test.ts);
+ *   - schemas/avro/<type>.avsc has exactly the payload's fields (tests/schemas/event-contract.test.ts);
  *   - click.recorded and test_event.logged are built in SQL, inside the statement that writes the
- *     click or the tracking-log entry (one round trip on the hot path, docs/decisions.md): the same
+ *     click or the tracking-log entry (one round trip on the hot path, docs/decisions/layout.md): the same
  *     test runs those statements and compares the stored payloads with PAYLOAD_FIELDS;
- *   - the loader (pipeline/loader.ts) has one mapper per type, `{ [T in EventType]: ... }`, reading
+ *   - the loader (processors/loader/loader.ts) has one mapper per type, `{ [T in EventType]: ... }`, reading
  *     only the payload's fields; the test checks the ClickHouse tables have the columns they write.
  *
- * Imports nothing: the HTTP app (ingest/) and the stream half (pipeline/) both depend on it.
+ * Imports nothing: the HTTP app (ingest/) and the stream processors (processors/) both depend on it.
  */
 
 /** The event types, in catalog order. */

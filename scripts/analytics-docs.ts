@@ -4,7 +4,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { DICTIONARY_PATH, dictionaryFromMigrations } from '../analytics/dictionary.js';
+import { DICTIONARY_PATH, dictionaryFromMigrations } from '../queries/analytics/dictionary.js';
 
 const text = await dictionaryFromMigrations();
 await writeFile(DICTIONARY_PATH, text);

@@ -1,7 +1,7 @@
 /**
  * Builds the tracker script clients/browser/svc-tracker.js from clients/browser/src/tracker.ts
  * (`npm run build:tracker`). The file is committed: the service serves it without a build step,
- * and tests/tracker-script.test.ts checks that a rebuild gives the same bytes and that it stays
+ * and tests/ingest/tracking/tracker-script.test.ts checks that a rebuild gives the same bytes and that it stays
  * within 1,024 bytes gzipped. esbuild is pinned to an exact version so the bytes do not drift.
  */
 import { writeFileSync } from 'node:fs';

@@ -5,12 +5,12 @@
  *   npm run export -- --tables sales,refunds --format csv --out-dir ~/nov --from 2026-11-01 --to 2026-12-01
  *   npm run export -- --query "SELECT * FROM analytics.sales WHERE occurred_at >= {from:DateTime64(6, 'UTC')} AND occurred_at < {to:DateTime64(6, 'UTC')}" --name nov-sales
  *
- * Same targets, checks and limits as npm run sql (analytics/target.ts).
+ * Same targets, checks and limits as npm run sql (queries/analytics/target.ts).
  */
 import { parseArgs } from 'node:util';
-import { bar, describeTarget, reportFailure, startProgress } from '../analytics/cli.js';
-import { EXPORT_TABLES, runExport, type ExportFormat, type ExportTable } from '../analytics/export.js';
-import { chooseTarget, openSqlSession } from '../analytics/target.js';
+import { bar, describeTarget, reportFailure, startProgress } from '../queries/analytics/cli.js';
+import { EXPORT_TABLES, runExport, type ExportFormat, type ExportTable } from '../queries/analytics/export.js';
+import { chooseTarget, openSqlSession } from '../queries/analytics/target.js';
 import { loadConfig } from '../core/config.js';
 
 const usage = `usage: npm run export -- [--tables a,b | --query "SELECT ..." [--name file]] [options]

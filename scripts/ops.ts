@@ -16,10 +16,10 @@ import { mkdir } from 'node:fs/promises';
 import { loadConfig } from '../core/config.js';
 import { openDatabase } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
-import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../ingest/domain/agent-keys.js';
-import { markKeyForRotation } from '../ingest/domain/api-keys.js';
-import { releaseProcessorAccount } from '../ingest/domain/processor-account-owners.js';
-import { addMember, createSession, createWorkspace, reinstateUser, revokeUserSessions, suspendUser, type Role } from '../ingest/domain/workspaces.js';
+import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../domain/access/agent-keys.js';
+import { markKeyForRotation } from '../domain/programs/api-keys.js';
+import { releaseProcessorAccount } from '../domain/payments/account-owners.js';
+import { addMember, createSession, createWorkspace, reinstateUser, revokeUserSessions, suspendUser, type Role } from '../domain/access/workspaces.js';
 
 const usage = `usage:
   npm run ops -- mark-key-rotation <programId> <deadline ISO 8601>

@@ -19,9 +19,9 @@ import { openDatabase } from '../core/db.js';
 import { createLogger } from '../core/log.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
 import { openWarehouse } from '../core/warehouse.js';
-import { createAvroCodec } from '../pipeline/avro/codec.js';
-import { WAREHOUSE_TABLES } from '../pipeline/loader.js';
-import { createProgressReporter, createReplay, formatCursor, parseCursor, ReplayError } from '../pipeline/replay.js';
+import { createAvroCodec } from '../processors/avro/codec.js';
+import { WAREHOUSE_TABLES } from '../processors/loader/loader.js';
+import { createProgressReporter, createReplay, formatCursor, parseCursor, ReplayError } from '../processors/replay.js';
 
 const usage = `usage: npm run replay -- [--truncate --yes] [--resume-after <txid:id>] [--page-size N]`;
 

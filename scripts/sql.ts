@@ -6,14 +6,14 @@
  *   npm run sql -- --format parquet --out sales.parquet "SELECT * FROM analytics.sales"
  *
  * The query goes to the running service's SQL endpoint, to the stopped service's data directory,
- * or to CLICKHOUSE_URL (analytics/target.ts).
+ * or to CLICKHOUSE_URL (queries/analytics/target.ts).
  */
 import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { describeTarget, reportFailure, startProgress } from '../analytics/cli.js';
-import { OUTPUT_FORMATS, type OutputFormat } from '../analytics/guard.js';
-import { chooseTarget, openSqlSession } from '../analytics/target.js';
+import { describeTarget, reportFailure, startProgress } from '../queries/analytics/cli.js';
+import { OUTPUT_FORMATS, type OutputFormat } from '../queries/analytics/guard.js';
+import { chooseTarget, openSqlSession } from '../queries/analytics/target.js';
 import { loadConfig } from '../core/config.js';
 
 const usage = `usage: npm run sql -- [options] "SELECT ..."   (or --file query.sql, or - for stdin)

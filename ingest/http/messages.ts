@@ -1,8 +1,8 @@
-import { PROVIDERS } from '../domain/payments.js';
+import { PROVIDERS } from '../../domain/payments/providers.js';
 
 /**
  * Every message the interface spec fixes, word for word, and the few the spec leaves open
- * (marked "ours", recorded in docs/decisions.md). Handlers never spell a message themselves.
+ * (marked "ours", recorded in docs/decisions/README.md). Handlers never spell a message themselves.
  */
 
 export const M = {
@@ -137,7 +137,7 @@ export const M = {
     linkCode: 'affCode must be a referral link code of 1 to 64 characters', // ours
     enabled: 'enabled is required and must be a boolean', // ours
   },
-  /** The spec's "CLI error messages"; "ours" where it gives only the sense (docs/decisions.md "CLI (issue 16)"). */
+  /** The spec's "CLI error messages"; "ours" where it gives only the sense (docs/decisions/cli.md "CLI (issue 16)"). */
   cli: {
     startFailed: (requestId: string) => `Failed to start auth session (request_id: ${requestId})`,
     callbackMissing: 'Missing required fields: state, id_token',

@@ -1,4 +1,4 @@
-import type { Refusal, RefusalReason } from '../domain/errors.js';
+import type { Refusal, RefusalReason } from '../../domain/errors.js';
 import { ApiError, badRequest, forbidden, notFound, typedError } from './api-error.js';
 import { M, SALE_CODE_BY_STATUS } from './messages.js';
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 
-/** The account the embedded provider signs in (the demo workspace's owner, seeded by ingest/demo.ts). */
+/** The account the embedded provider signs in (the demo workspace's owner, seeded by domain/demo.ts). */
 export const DEMO_ACCOUNT = { email: 'owner@demo.example', name: 'Demo owner' };
 
 export interface EmbeddedProviderOptions {

@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import type { VerifiedIdentity } from '../domain/cli-login.js';
-import { refused } from '../domain/errors.js';
+import type { VerifiedIdentity } from '../../domain/access/cli-login.js';
+import { refused } from '../../domain/errors.js';
 
 /** The provider's endpoints the login page and the verifier use (from its discovery document). */
 export interface ProviderEndpoints {

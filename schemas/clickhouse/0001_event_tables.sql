@@ -1,7 +1,7 @@
--- One table per event kind, loaded from the event log (pipeline/loader.ts). Columns: the event
+-- One table per event kind, loaded from the event log (processors/loader/loader.ts). Columns: the event
 -- envelope (event_id, program_id, occurred_at, test) then the payload fields under their own names.
 --
--- Idempotency (docs/decisions.md, "Warehouse loading"): delivery is at-least-once, so the same
+-- Idempotency (docs/decisions/processors.md, "Warehouse loading"): delivery is at-least-once, so the same
 -- event may be inserted more than once.
 --   1. Every insert carries insert_deduplication_token derived from the batch (topic, partition,
 --      offset range, content hash); non_replicated_deduplication_window makes a plain (Replacing)

@@ -1,5 +1,5 @@
 -- The dashboard's figures, pre-aggregated per program and UTC hour, so a 90-day answer reads about
--- 2,000 small rows instead of every event (docs/decisions.md, "Performance rollup").
+-- 2,000 small rows instead of every event (docs/decisions/dashboard.md, "Performance rollup").
 --
 -- A materialized view would count every inserted block, and the same event can arrive in blocks
 -- that no insert token catches (a batch cut differently after a restart, an event the relay
@@ -55,7 +55,7 @@ PARTITION BY toYYYYMM(hour)
 ORDER BY (program_id, hour);
 
 -- The computation of an hour, in performance_hourly's column order: the loader recomputes the
--- hours a batch touched with a WHERE on program_id and hour (queries/rollup.ts), which ClickHouse
+-- hours a batch touched with a WHERE on program_id and hour (processors/loader/rollup.ts), which ClickHouse
 -- pushes down to the facts' sort key; now64(9) is the time of that computation.
 CREATE VIEW IF NOT EXISTS performance_hours_computed AS
 SELECT program_id, hour,

@@ -1,4 +1,4 @@
--- Partial refunds from the payment processor (docs/decisions.md, "Partial refunds"): their events'
+-- Partial refunds from the payment processor (docs/decisions/payments.md, "Partial refunds"): their events'
 -- tables, the refunded total on sales_current, adjusted commissions in commissions_current, and the
 -- analytics views that show the reduced amounts.
 --

@@ -9,7 +9,7 @@ CREATE TABLE agent_keys (
   key_masked    text NOT NULL,
   scopes        text[] NOT NULL CHECK (cardinality(scopes) > 0),
   created_at    timestamptz NOT NULL DEFAULT now(),
-  -- Updated at most once a minute per key (see ingest/domain/agent-keys.ts).
+  -- Updated at most once a minute per key (see domain/access/agent-keys.ts).
   last_used_at  timestamptz,
   revoked_at    timestamptz
 );

@@ -1,5 +1,5 @@
 -- Issue 15.
--- Dashboard sessions expire: a sliding lifetime (ingest/domain/workspaces.ts). Sessions made
+-- Dashboard sessions expire: a sliding lifetime (domain/access/workspaces.ts). Sessions made
 -- before had none; they get the lifetime from now.
 UPDATE dashboard_sessions SET expires_at = now() + interval '30 days' WHERE expires_at IS NULL;
 ALTER TABLE dashboard_sessions ALTER COLUMN expires_at SET NOT NULL;

@@ -1,9 +1,9 @@
 -- A sale in one round trip (docs/architecture.md, "Rules that exist only for speed"): the sale's
 -- rules live here and run in the caller's transaction, so that POST /track/sale costs one statement
 -- instead of about twelve. A refusal raises 'refused' with the reason as DETAIL (and the sale id as
--- HINT for a duplicate), which rolls back whatever the call wrote; ingest/domain/tracking-writes.ts
+-- HINT for a duplicate), which rolls back whatever the call wrote; domain/tracking/tracking-writes.ts
 -- turns it into the domain's refusal. The outbox payloads are the event contract's
--- (schemas/event-contract.ts; tests/event-contract.test.ts checks every stored payload's fields).
+-- (schemas/event-contract.ts; tests/schemas/event-contract.test.ts checks every stored payload's fields).
 
 -- The commission a paid sale earns, in the sale's minor units, or NULL when it earns none: one-off
 -- types pay on the payment that converts the customer, recurring types on every payment. Percent
@@ -69,8 +69,8 @@ BEGIN
 END
 $$;
 
--- item: the sale as ingest/domain/sales.ts sends it (saleItem), one JSON object.
--- A test-mode event: what the integration checklist and readiness count (as ingest/domain/test-events.ts).
+-- item: the sale as domain/tracking/sales.ts sends it (saleItem), one JSON object.
+-- A test-mode event: what the integration checklist and readiness count (as domain/tracking/test-events.ts).
 CREATE FUNCTION log_test_event(p_program_id bigint, p_event_type text, p_entity_id text) RETURNS void LANGUAGE sql AS $$
   WITH entry AS (
     INSERT INTO tracking_logs (program_id, event_type, entity_id) VALUES (p_program_id, p_event_type, p_entity_id)
@@ -83,7 +83,7 @@ CREATE FUNCTION log_test_event(p_program_id bigint, p_event_type text, p_entity_
     FROM entry
 $$;
 
--- item: the sale as ingest/domain/sales.ts sends it (saleItem), one JSON object.
+-- item: the sale as domain/tracking/sales.ts sends it (saleItem), one JSON object.
 CREATE FUNCTION record_sale(item jsonb, p_fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   p_program_id bigint := (item->>'program_id')::bigint;

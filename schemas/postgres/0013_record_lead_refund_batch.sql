@@ -1,6 +1,6 @@
 -- Leads and refunds in one statement each, and the batch that writes many of any kind in one
 -- statement and one commit (docs/architecture.md, "Rules that exist only for speed"). The lead and
--- refund rules live here (ingest/domain/leads.ts and refunds.ts call these); refusals raise
+-- refund rules live here (domain/tracking/leads.ts and refunds.ts call these); refusals raise
 -- 'refused' as record_sale does (0012).
 
 CREATE FUNCTION customer_result(c customers) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
@@ -145,7 +145,7 @@ BEGIN
 END
 $$;
 
--- Group commit for the tracking routes (ingest/domain/batched-statement.ts): the items of one batch,
+-- Group commit for the tracking routes (domain/batched-statement.ts): the items of one batch,
 -- all of one kind, in one statement and one commit. Each runs in its own subtransaction, so a
 -- refused or failed item undoes only its own writes; the answer has one element per item, in
 -- order: the function's result as {"ok": ...}, {"refused": reason, "hint": ...}, or

@@ -1,4 +1,4 @@
--- Partial refunds from the payment processor (issue 12, point 4; docs/decisions.md, "Partial
+-- Partial refunds from the payment processor (issue 12, point 4; docs/decisions/payments.md, "Partial
 -- refunds"). The processor reports a charge's refunded total (cumulative) with every refund: the
 -- sale keeps status paid and records that share of its amount as refunded, and its commission and
 -- platform fee shrink by the same share. The charge refunded in full goes through record_refund

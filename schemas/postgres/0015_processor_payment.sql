@@ -1,7 +1,7 @@
 -- A processor payment in one statement (docs/architecture.md, "Rules that exist only for speed"):
 -- the payment events (checkout.session.completed, checkout.session.async_payment_succeeded,
 -- invoice.payment_succeeded, invoice_payment.paid) cost one round trip instead of about fifteen.
--- The route checks the signature (ingest/http/processor-signature.ts) and ingest/domain/processor-events.ts
+-- The route checks the signature (ingest/payments/signature.ts) and domain/payments/events.ts
 -- reads the object (processor-objects.ts); the rules of what a payment does live here and in record_sale (0012), whose refusals become a
 -- 'skipped' outcome with the same reasons.
 
@@ -12,7 +12,7 @@ CREATE INDEX processor_payment_refs_transaction ON processor_payment_refs (trans
 
 -- The program an event is for: the connected account's program (named by the metadata when the
 -- account has several), or the metadata's program alone. Either program_id or reason is set.
--- The connected programs are those of ingest/domain/processor-connections.ts (connectedPrograms).
+-- The connected programs are those of domain/payments/connections.ts (connectedPrograms).
 CREATE FUNCTION processor_event_program(p_account text, p_named text, OUT program_id bigint, OUT reason text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -62,7 +62,7 @@ EXCEPTION
     END IF;
     RETURN jsonb_build_object('refused', detail, 'hint', NULLIF(hint, ''));
   WHEN unique_violation THEN
-    -- As ingest/domain/tracking-writes.ts reads it: a customer key taken meanwhile.
+    -- As domain/tracking/tracking-writes.ts reads it: a customer key taken meanwhile.
     GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
     IF violated <> 'customers_program_id_customer_key_key' THEN
       RAISE;
@@ -110,7 +110,7 @@ BEGIN
   IF reading->>'kind' = 'unreadable' THEN
     RETURN jsonb_build_object('outcome', 'skipped', 'reason', 'unreadable_object');
   END IF;
-  -- The events of one payment run one at a time across connections (ingest/domain/processor-events.ts,
+  -- The events of one payment run one at a time across connections (domain/payments/events.ts,
   -- lockPayment: the same keys in the same order as a refund takes them).
   IF reading->>'kind' = 'refs' THEN
     FOR lock_key IN SELECT jsonb_array_elements_text(event->'locks') LOOP
@@ -275,7 +275,7 @@ BEGIN
 END
 $$;
 
--- Group commit for payment events (ingest/domain/batched-statement.ts), as record_batch (0013) for
+-- Group commit for payment events (domain/batched-statement.ts), as record_batch (0013) for
 -- the tracking routes: the events of one batch in one statement and one commit. Each runs in its
 -- own subtransaction, so one that fails, or finds refunds waiting ('waiting_events'), undoes only
 -- its own writes; the answer has one element per event, in order: {"ok": the outcome} or

@@ -1,5 +1,5 @@
 -- Which programs an account's events may act on, in one place: connected, and not deauthorized
--- since. Refunds and disputes ask it from ingest/domain/processor-connections.ts (connectedPrograms),
+-- since. Refunds and disputes ask it from domain/payments/connections.ts (connectedPrograms),
 -- payments through processor_event_program, which 0015 wrote with the rule inline.
 CREATE FUNCTION connected_programs(p_account text) RETURNS bigint[] LANGUAGE sql STABLE AS $$
   SELECT array_agg(c.program_id ORDER BY c.program_id)

@@ -1,4 +1,4 @@
--- The tracking routes look the presented keys up in batches (ingest/domain/api-keys.ts). As one
+-- The tracking routes look the presented keys up in batches (domain/programs/api-keys.ts). As one
 -- prepared statement, `key_hash = ANY ($1)` joined to programs was planned again for every batch
 -- (a generic plan, priced for an array of ten, never beat a custom one for the batch's one or two
 -- keys), and the plans hashed the programs table. Here each key is one lookup by the unique hash

@@ -107,7 +107,7 @@ BEGIN
   IF reading->>'kind' = 'unreadable' THEN
     RETURN jsonb_build_object('outcome', 'skipped', 'reason', 'unreadable_object');
   END IF;
-  -- The events of one payment run one at a time across connections (ingest/domain/processor-events.ts,
+  -- The events of one payment run one at a time across connections (domain/payments/events.ts,
   -- lockPayment: the same keys in the same order as a refund takes them).
   IF reading->>'kind' = 'refs' THEN
     FOR lock_key IN SELECT jsonb_array_elements_text(event->'locks') LOOP

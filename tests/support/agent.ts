@@ -6,9 +6,9 @@
 import type { FastifyInstance } from 'fastify';
 import { sql, type Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
-import { AGENT_SCOPES, type AgentScope } from '../../ingest/domain/access.js';
-import { issueAgentKey } from '../../ingest/domain/agent-keys.js';
-import { OPERATIONS, type AgentOperation } from '../../ingest/routes/agent/operations.js';
+import { AGENT_SCOPES, type AgentScope } from '../../domain/access/access.js';
+import { issueAgentKey } from '../../domain/access/agent-keys.js';
+import { OPERATIONS, type AgentOperation } from '../../ingest/agent/operations.js';
 import { buildTestApp, createTestProgram, unlimitedRateLimits, type TestProgram } from './app.js';
 import { createTestDatabase, type DatabaseKind, type TestDatabase } from './databases.js';
 import { embeddedDelivery } from './oracle.js';

@@ -4,7 +4,7 @@ import type { Warehouse } from '../../core/warehouse.js';
 import { createLogger } from '../../core/log.js';
 import { createSecretBox } from '../../core/secret-box.js';
 import { buildApp } from '../../ingest/app.js';
-import { addMember, createSession, createWorkspace } from '../../ingest/domain/workspaces.js';
+import { addMember, createSession, createWorkspace } from '../../domain/access/workspaces.js';
 import { memoryRateLimitStore, type RateLimitStore } from '../../ingest/http/rate-limit.js';
 
 export const FEE_BPS = 2_000;
@@ -38,7 +38,7 @@ export async function buildTestApp(
 /**
  * A store under which no request is ever limited: for the pipeline tests, which send hundreds of
  * sales per key in whatever clock minute they happen to run in, and whose subject is not the
- * limits (tests/limits-and-cors.test.ts tests those, in memory and on Redis).
+ * limits (tests/ingest/tracking/limits-and-cors.test.ts tests those, in memory and on Redis).
  */
 export const unlimitedRateLimits = (): RateLimitStore => ({ hit: () => 1, close: async () => {} });
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import type { KafkaConfig } from '../../core/config.js';
-import { createAvroCodec } from '../../pipeline/avro/codec.js';
-import { topicsOf } from '../../pipeline/topics.js';
+import { createAvroCodec } from '../../processors/avro/codec.js';
+import { topicsOf } from '../../processors/event-log/topics.js';
 
 /** KAFKA_BROKERS as a list; in CI an empty one is an error, not a reason to skip. */
 export function kafkaBrokers(): string[] {

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { hashSecret } from '../../domain/secrets.js';
+import { hashSecret } from '../../../domain/access/secrets.js';
 
 /** What an Authorization header holds, before any lookup. */
 export type PresentedCredential =

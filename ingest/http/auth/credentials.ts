@@ -1,10 +1,10 @@
 import type { Database } from '../../../core/db.js';
-import type { CredentialKind, Principal } from '../../domain/access.js';
-import { findAgentKey } from '../../domain/agent-keys.js';
-import { findProgramKey, type ProgramKey } from '../../domain/api-keys.js';
-import { resolveLoginToken } from '../../domain/cli-login.js';
-import { hashSecret } from '../../domain/secrets.js';
-import { sessionUserId } from '../../domain/workspaces.js';
+import type { CredentialKind, Principal } from '../../../domain/access/access.js';
+import { findAgentKey } from '../../../domain/access/agent-keys.js';
+import { findProgramKey, type ProgramKey } from '../../../domain/programs/api-keys.js';
+import { resolveLoginToken } from '../../../domain/access/cli-login.js';
+import { hashSecret } from '../../../domain/access/secrets.js';
+import { sessionUserId } from '../../../domain/access/workspaces.js';
 import { parseBearer, parseSessionHeader, type PresentedCredential } from './bearer.js';
 
 type PrincipalOf<K extends CredentialKind> = Extract<Principal, { kind: K }>;

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Database } from '../../../core/db.js';
-import { authorizeProgram, authorizeWorkspace, type AuthorizedProgram, type Permission, type Principal } from '../../domain/access.js';
+import { authorizeProgram, authorizeWorkspace, type AuthorizedProgram, type Permission, type Principal } from '../../../domain/access/access.js';
 import { credentialOf } from './credentials.js';
 import type { FailedAuthThrottle } from './failed-auth.js';
 import { programKeyHook } from './program-key.js';

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Database } from '../../../core/db.js';
-import type { Principal } from '../../domain/access.js';
-import { createProgramKeyFinder, type ProgramKey } from '../../domain/api-keys.js';
+import type { Principal } from '../../../domain/access/access.js';
+import { createProgramKeyFinder, type ProgramKey } from '../../../domain/programs/api-keys.js';
 import { ApiError } from '../errors.js';
 import { M } from '../messages.js';
 import { credentialOf, programKeyPrincipal } from './credentials.js';

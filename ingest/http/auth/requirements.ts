@@ -1,4 +1,4 @@
-import type { CredentialKind, Permission } from '../../domain/access.js';
+import type { CredentialKind, Permission } from '../../../domain/access/access.js';
 import { M } from '../messages.js';
 
 /** One answer of a refusal: the status and message the spec fixes; `code` puts it in the typed envelope. */

@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import { isUniqueViolation, sql, type Database, type Queryable } from '../../core/db.js';
+import { issueProgramKey } from './api-keys.js';
+import type { CommissionType } from '../tracking/commissions.js';
+import { partnerProgramChanged } from '../../schemas/event-contract.js';
+import { refused } from '../errors.js';
+import { appendEvents } from '../outbox.js';
+
+export type LeadAuth = 'server_required' | 'browser_allowed';
+export type PaymentTrackingMode = 'processor_connect' | 's2s';
+
+export interface ProgramSettings {
+  name: string;
+  domain: string;
+  commission_type: CommissionType;
+  commission_rate: number;
+  attribution_window_days: number;
+  lead_auth: LeadAuth;
+  paymentTrackingMode: PaymentTrackingMode;
+  allowed_origins: string[];
+}
+
+export interface ProgramView extends ProgramSettings {
+  id: number;
+  workspace_id: number;
+  api_token_masked: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const PROGRAM_VIEW = `p.id, p.workspace_id, p.name, p.domain, p.commission_type, p.commission_rate, p.attribution_window_days,
+  p.lead_auth, p.payment_tracking_mode AS "paymentTrackingMode", p.allowed_origins,
+  k.key_masked AS api_token_masked, p.created_at, p.updated_at`;
+
+const q = {
+  insert: sql(
+    'programs.insert',
+    `INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate, attribution_window_days,
+                           lead_auth, payment_tracking_mode, allowed_origins)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+  ),
+  view: sql('programs.view', `SELECT ${PROGRAM_VIEW} FROM programs p LEFT JOIN program_api_keys k ON k.program_id = p.id WHERE p.id = $1`),
+  update: sql(
+    'programs.update',
+    `UPDATE programs SET
+       name = COALESCE($2, name), domain = COALESCE($3, domain), commission_type = COALESCE($4, commission_type),
+       commission_rate = COALESCE($5, commission_rate), attribution_window_days = COALESCE($6, attribution_window_days),
+       lead_auth = COALESCE($7, lead_auth), payment_tracking_mode = COALESCE($8, payment_tracking_mode),
+       allowed_origins = COALESCE($9, allowed_origins), updated_at = now()
+     WHERE id = $1`,
+  ),
+  partner: sql('partners.insert', `INSERT INTO partners (name, email) VALUES ($1, $2) RETURNING id`),
+  junction: sql(
+    'partner_programs.insert',
+    `INSERT INTO partner_programs (partner_id, program_id, status) VALUES ($1, $2, 'approved')
+     RETURNING id, partner_id, program_id, status, created_at, updated_at`,
+  ),
+  link: sql(
+    'referral_links.insert',
+    `INSERT INTO referral_links (aff_code, program_id, partner_id, partner_program_id) VALUES ($1, $2, $3, $4)`,
+  ),
+  setLink: sql(
+    'referral_links.set_enabled',
+    `UPDATE referral_links SET enabled = $3, updated_at = now() WHERE program_id = $1 AND aff_code = $2
+     RETURNING aff_code, enabled, partner_id`,
+  ),
+};
+
+/** The link a partner shares: the program's domain with ?aff=. */
+export function referralUrl(domain: string, affCode: string): string {
+  try {
+    const url = new URL(/^https?:\/\//.test(domain) ? domain : `https://${domain}`);
+    url.searchParams.set('aff', affCode);
+    return url.toString();
+  } catch {
+    return `https://${domain}/?aff=${encodeURIComponent(affCode)}`;
+  }
+}
+
+export async function getProgram(db: Queryable, programId: number): Promise<ProgramView | undefined> {
+  return db.one<ProgramView>(q.view, [programId]);
+}
+
+/** A new program with its key (created now, shown only by a later generate request). */
+export async function createProgram(db: Database, workspaceId: number, s: ProgramSettings): Promise<ProgramView> {
+  return db.transaction(async (tx) => {
+    const { id } = (await tx.one<{ id: number }>(q.insert, [
+      workspaceId, s.name, s.domain, s.commission_type, s.commission_rate, s.attribution_window_days, s.lead_auth,
+      s.paymentTrackingMode, s.allowed_origins,
+    ]))!;
+    await issueProgramKey(tx, id);
+    return (await getProgram(tx, id))!;
+  });
+}
+
+export async function updateProgram(db: Database, programId: number, s: Partial<ProgramSettings>): Promise<ProgramView> {
+  return db.transaction(async (tx) => {
+    await tx.many(q.update, [
+      programId, s.name ?? null, s.domain ?? null, s.commission_type ?? null, s.commission_rate ?? null,
+      s.attribution_window_days ?? null, s.lead_auth ?? null, s.paymentTrackingMode ?? null, s.allowed_origins ?? null,
+    ]);
+    return (await getProgram(tx, programId))!;
+  });
+}
+
+export interface NewPartner {
+  name: string;
+  email: string | undefined;
+  affCode: string | undefined;
+}
+
+export interface CreatedPartner {
+  partnerId: number;
+  partnerProgramId: number;
+  affCode: string;
+  status: string;
+}
+
+const newAffCode = () => randomBytes(6).toString('base64url').replace(/[-_]/g, 'x');
+
+/** The writes of createPartner, inside the caller's transaction (the agent API adds its audit entry to it). */
+export async function insertPartner(tx: Queryable, programId: number, p: NewPartner & { affCode: string }): Promise<CreatedPartner> {
+  const { id: partnerId } = (await tx.one<{ id: number }>(q.partner, [p.name, p.email ?? null]))!;
+  const junction = (await tx.one<{ id: number; partner_id: number; program_id: number; status: string; created_at: Date; updated_at: Date }>(
+    q.junction,
+    [partnerId, programId],
+  ))!;
+  await tx.many(q.link, [p.affCode, programId, partnerId, junction.id]);
+  await appendEvents(tx, [partnerProgramChanged(junction)]);
+  return { partnerId, partnerProgramId: junction.id, affCode: p.affCode, status: junction.status };
+}
+
+/** A partner with an approved partner-program record and one referral link. */
+export async function createPartner(db: Database, programId: number, p: NewPartner): Promise<CreatedPartner> {
+  const affCode = p.affCode ?? newAffCode();
+  try {
+    return await db.transaction((tx) => insertPartner(tx, programId, { ...p, affCode }));
+  } catch (error) {
+    if (isUniqueViolation(error, 'referral_links_aff_code_key')) throw refused({ reason: 'aff_code_taken' });
+    throw error;
+  }
+}
+
+export async function setLinkEnabled(db: Database, programId: number, affCode: string, enabled: boolean) {
+  const row = await db.one<{ aff_code: string; enabled: boolean; partner_id: number | null }>(q.setLink, [programId, affCode, enabled]);
+  if (!row) throw refused({ reason: 'link_not_found' });
+  return row;
+}
