@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -31,7 +31,8 @@ import { buildApp, type AppDeps } from '../ingest/app.js';
 import { addMember, createWorkspace } from '../domain/access/workspaces.js';
 import { memoryRateLimitStore, type RateLimitStore } from '../ingest/http/rate-limit.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, seedProgram } from './setup.js';
-import { findWrk, luaString, runWrk, type RequestSpec } from './wrk.js';
+import { findWrk, fixedBodySpec, runWrk, type RequestSpec } from './wrk.js';
+import { loadText, log } from './output.js';
 
 const settings = {
   adminUrl: process.env.DATABASE_URL || DEFAULT_ADMIN_URL,
@@ -49,8 +50,6 @@ if (!WRK) {
   process.exit(2);
 }
 
-const log = (line = '') => process.stdout.write(`${line}\n`);
-const loadText = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 
 interface Run {
@@ -89,10 +88,6 @@ async function drive(url: string, spec: RequestSpec, duration: number, dir: stri
   return { ok, cpuMicros: used.user + used.system, rps: result.requests / (result.durationUs / 1e6), p99Ms: result.latencyUs.p99 / 1000, ids: result.ids };
 }
 
-function fixedBody(path: string, body: string, answer: string, collectIds: boolean): RequestSpec {
-  return { path, prelude: `local BODY = ${luaString(body)}`, build: '  body = BODY\n  extra = ""', answer, collectIds };
-}
-
 async function listen(app: FastifyInstance): Promise<string> {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
@@ -101,6 +96,91 @@ async function listen(app: FastifyInstance): Promise<string> {
 }
 
 const countAcked = sql('bench.count_clicks_among', `SELECT count(*)::int AS n FROM clicks WHERE click_id = ANY ($1::text[])`);
+
+interface Side {
+  label: string;
+  url: string;
+  spec: RequestSpec;
+  /** µs of CPU per request, one figure a round. */
+  perRequest: number[];
+}
+
+/**
+ * What bench/ingest.ts starts, in this process: the service as main.ts builds it (log level warn,
+ * proxy trusted so each request has its own client IP), the bare baseline of
+ * bench/baseline-server.ts and, with BENCH_COMPARE, the other checkout's service. Statements per
+ * click say how well the writer batches at this load (a statement's cost is shared by its clicks).
+ */
+async function startSides(db: Database, affCode: string, apps: FastifyInstance[], statements: { count: number }): Promise<Side[]> {
+  const countedDb: Database = Object.assign(Object.create(db) as Database, {
+    many: <R>(query: NamedQuery, params?: readonly unknown[]) => {
+      statements.count += 1;
+      return db.many<R>(query, params);
+    },
+  });
+  const serviceDeps = (rateLimits: RateLimitStore): AppDeps => ({
+    db: countedDb,
+    rateLimits,
+    logger: createLogger('warn'),
+    trustProxy: ['127.0.0.1'],
+    tracking: { platformFeeBps: 2_000, docsBaseUrl: 'https://docs.bench.example' },
+  });
+  const baseline = Fastify({ logger: false, trustProxy: ['127.0.0.1'] });
+  baseline.post('/baseline', async () => ({ success: true }));
+  apps.push(baseline);
+  const service = await buildApp(serviceDeps(memoryRateLimitStore()));
+  apps.push(service);
+  let compareUrl: string | undefined;
+  if (settings.compareRoot) {
+    const root = resolve(settings.compareRoot);
+    const other = (await import(pathToFileURL(join(root, 'ingest/app.ts')).href)) as { buildApp: typeof buildApp };
+    const otherLimits = (await import(pathToFileURL(join(root, 'ingest/http/rate-limit.ts')).href)) as { memoryRateLimitStore: typeof memoryRateLimitStore };
+    const compared = await other.buildApp(serviceDeps(otherLimits.memoryRateLimitStore()));
+    apps.push(compared);
+    compareUrl = await listen(compared);
+  }
+  const baselineUrl = await listen(baseline);
+  const serviceUrl = await listen(service);
+
+  const body = JSON.stringify({ affiliate_url: `https://shop.bench.example/?aff=${affCode}` });
+  const clickSpec = fixedBodySpec('/api/v1/track/click', body, '"click_id":"([^"]+)"', true);
+  return [
+    { label: 'baseline', url: baselineUrl, spec: fixedBodySpec('/baseline', body, '"success":(true)', false), perRequest: [] },
+    ...(compareUrl ? [{ label: 'compared', url: compareUrl, spec: clickSpec, perRequest: [] }] : []),
+    { label: 'click', url: serviceUrl, spec: clickSpec, perRequest: [] },
+  ];
+}
+
+/** The measured rounds, each side in turn; the acknowledged click ids. */
+async function runRounds(sides: Side[], dir: string, statements: { count: number }, profiler: Session | undefined): Promise<string[]> {
+  const acked: string[] = [];
+  log(`round  ${sides.map((side) => (side.label === 'baseline' ? `baseline µs/req (req/s, p99 ms)`.padStart(30) : `${side.label} µs/req (req/s, p99 ms, clicks/stmt)`.padStart(42))).join('')}`);
+  for (let round = 1; round <= settings.rounds; round++) {
+    const cells: string[] = [];
+    for (const side of sides) {
+      const profiled = profiler && side.label === 'click';
+      if (profiled) await profiler!.post('Profiler.start');
+      const statementsBefore = statements.count;
+      const run = await drive(side.url, side.spec, settings.duration, dir);
+      const clicksPerStatement = side.label === 'baseline' ? '' : `, ${(run.ok / Math.max(1, statements.count - statementsBefore)).toFixed(1)}/stmt`;
+      if (profiled) {
+        const { profile } = await profiler!.post('Profiler.stop');
+        await mkdir(settings.cpuProfDir!, { recursive: true });
+        await writeFile(join(settings.cpuProfDir!, `click-${Date.now()}.cpuprofile`), JSON.stringify(profile));
+      }
+      for (const id of run.ids) acked.push(id); // not a spread: a long run has more ids than the stack holds arguments
+      const per = run.cpuMicros / run.ok;
+      side.perRequest.push(per);
+      cells.push(`${per.toFixed(1)} (${run.rps.toFixed(0)}, ${run.p99Ms.toFixed(1)}${clicksPerStatement})`.padStart(side.label === 'baseline' ? 30 : 42));
+    }
+    log(`${String(round).padStart(5)}  ${cells.join('')}`);
+  }
+  const medians = Object.fromEntries(sides.map((side) => [side.label, median(side.perRequest)]));
+  const base = medians.baseline!;
+  log(`median µs CPU per request: ${sides.map((side) => `${side.label} ${medians[side.label]!.toFixed(1)} (${(medians[side.label]! / base).toFixed(2)}x baseline)`).join(', ')}` +
+    ` (load average ${loadText()})`);
+  return acked;
+}
 
 async function main() {
   const dbName = `ats_bench_${randomBytes(6).toString('hex')}`;
@@ -115,54 +195,12 @@ async function main() {
     const workspaceId = await createWorkspace(db, 'Bench workspace');
     await addMember(db, workspaceId, 'owner@bench.example', 'owner', 'Bench owner');
     const program = await seedProgram(db, workspaceId, 'main');
-
-    // What bench/ingest.ts starts: the service as main.ts builds it (log level warn, proxy
-    // trusted so each request has its own client IP) and the bare baseline of bench/baseline-server.ts.
-    // Statements per click say how well the writer batches at this load (a statement's cost is
-    // shared by its clicks).
     const statements = { count: 0 };
-    const countedDb: Database = Object.assign(Object.create(db) as Database, {
-      many: <R>(query: NamedQuery, params?: readonly unknown[]) => {
-        statements.count += 1;
-        return db!.many<R>(query, params);
-      },
-    });
-    const serviceDeps = (rateLimits: RateLimitStore): AppDeps => ({
-      db: countedDb,
-      rateLimits,
-      logger: createLogger('warn'),
-      trustProxy: ['127.0.0.1'],
-      tracking: { platformFeeBps: 2_000, docsBaseUrl: 'https://docs.bench.example' },
-    });
-    const baseline = Fastify({ logger: false, trustProxy: ['127.0.0.1'] });
-    baseline.post('/baseline', async () => ({ success: true }));
-    apps.push(baseline);
-    const service = await buildApp(serviceDeps(memoryRateLimitStore()));
-    apps.push(service);
-    let compareUrl: string | undefined;
-    if (settings.compareRoot) {
-      const root = resolve(settings.compareRoot);
-      const other = (await import(pathToFileURL(join(root, 'ingest/app.ts')).href)) as { buildApp: typeof buildApp };
-      const otherLimits = (await import(pathToFileURL(join(root, 'ingest/http/rate-limit.ts')).href)) as { memoryRateLimitStore: typeof memoryRateLimitStore };
-      const compared = await other.buildApp(serviceDeps(otherLimits.memoryRateLimitStore()));
-      apps.push(compared);
-      compareUrl = await listen(compared);
-    }
-    const baselineUrl = await listen(baseline);
-    const serviceUrl = await listen(service);
-
-    const body = JSON.stringify({ affiliate_url: `https://shop.bench.example/?aff=${program.affCode}` });
-    const baselineSpec = fixedBody('/baseline', body, '"success":(true)', false);
-    const clickSpec = fixedBody('/api/v1/track/click', body, '"click_id":"([^"]+)"', true);
-    const sides = [
-      { label: 'baseline', url: baselineUrl, spec: baselineSpec, perRequest: [] as number[] },
-      ...(compareUrl ? [{ label: 'compared', url: compareUrl, spec: clickSpec, perRequest: [] as number[] }] : []),
-      { label: 'click', url: serviceUrl, spec: clickSpec, perRequest: [] as number[] },
-    ];
+    const sides = await startSides(db, program.affCode, apps, statements);
 
     log(`click CPU benchmark: node ${process.version}, ${settings.rounds} rounds of ${settings.duration} s per side, ` +
       `${settings.connections} connections, wrk -t1; load average ${loadText()}`);
-    if (compareUrl) log(`compared: the service of ${settings.compareRoot}; click: this checkout's`);
+    if (settings.compareRoot) log(`compared: the service of ${settings.compareRoot}; click: this checkout's`);
     if (settings.warmup > 0) for (const side of sides) await drive(side.url, side.spec, settings.warmup, dir);
 
     if (settings.cpuProfDir) {
@@ -171,34 +209,7 @@ async function main() {
       await profiler.post('Profiler.enable');
       await profiler.post('Profiler.setSamplingInterval', { interval: 250 });
     }
-
-    const acked: string[] = [];
-    log(`round  ${sides.map((side) => (side.label === 'baseline' ? `baseline µs/req (req/s, p99 ms)`.padStart(30) : `${side.label} µs/req (req/s, p99 ms, clicks/stmt)`.padStart(42))).join('')}`);
-    for (let round = 1; round <= settings.rounds; round++) {
-      const cells: string[] = [];
-      for (const side of sides) {
-        const profiled = profiler && side.label === 'click';
-        if (profiled) await profiler!.post('Profiler.start');
-        const statementsBefore = statements.count;
-        const run = await drive(side.url, side.spec, settings.duration, dir);
-        const clicksPerStatement = side.label === 'baseline' ? '' : `, ${(run.ok / Math.max(1, statements.count - statementsBefore)).toFixed(1)}/stmt`;
-        if (profiled) {
-          const { profile } = await profiler!.post('Profiler.stop');
-          await mkdir(settings.cpuProfDir!, { recursive: true });
-          await writeFile(join(settings.cpuProfDir!, `click-${Date.now()}.cpuprofile`), JSON.stringify(profile));
-        }
-        for (const id of run.ids) acked.push(id); // not a spread: a long run has more ids than the stack holds arguments
-        const per = run.cpuMicros / run.ok;
-        side.perRequest.push(per);
-        cells.push(`${per.toFixed(1)} (${run.rps.toFixed(0)}, ${run.p99Ms.toFixed(1)}${clicksPerStatement})`.padStart(side.label === 'baseline' ? 30 : 42));
-      }
-      log(`${String(round).padStart(5)}  ${cells.join('')}`);
-    }
-    const medians = Object.fromEntries(sides.map((side) => [side.label, median(side.perRequest)]));
-    const base = medians.baseline!;
-    log(`median µs CPU per request: ${sides.map((side) => `${side.label} ${medians[side.label]!.toFixed(1)} (${(medians[side.label]! / base).toFixed(2)}x baseline)`).join(', ')}` +
-      ` (load average ${loadText()})`);
-
+    const acked = await runRounds(sides, dir, statements, profiler);
     const found = (await db.one<{ n: number }>(countAcked, [acked]))!.n;
     log(`acknowledged clicks in the measured runs: ${acked.length}, committed: ${found}${found === acked.length ? '' : '  <- MISSING CLICKS'}`);
     return found === acked.length ? 0 : 1;

@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort, startChild, stopChild, type Child } from './processes.js';
-import { findWrk, luaString, runWrk } from './wrk.js';
+import { findWrk, fixedBodySpec, runWrk } from './wrk.js';
+import { log } from './output.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
@@ -32,7 +33,6 @@ const EXTRA_ENV = Object.fromEntries(
     .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
 );
 
-const log = (line: string) => process.stdout.write(`${line}\n`);
 const mib = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
 
 /** VmRSS and VmHWM of a process, in KiB (/proc/<pid>/status). */
@@ -104,7 +104,7 @@ async function main() {
     while (acknowledged < CLICKS) {
       const run = await runWrk({
         wrk, baseUrl, threads: 1, connections: CONNECTIONS, duration: 5, timeout: 10, ipBase, dir, name: `clicks-${ipBase}`,
-        spec: { path: '/api/v1/track/click', prelude: `local BODY = ${luaString(clickBody)}`, build: '  body = BODY\n  extra = ""', answer: '"click_id":"([^"]+)"', collectIds: false },
+        spec: fixedBodySpec('/api/v1/track/click', clickBody, '"click_id":"([^"]+)"', false),
       });
       const ok = run.threads.reduce((n, t) => n + t.ok, 0);
       acknowledged += ok;

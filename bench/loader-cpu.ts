@@ -39,6 +39,7 @@ import { createAvroCodec } from '../processors/avro/codec.js';
 import { createLoader, type LoaderBatch } from '../processors/loader/loader.js';
 import type { OutboxRow } from '../schemas/event-contract.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, seedProgram, type SeededProgram } from './setup.js';
+import { log } from './output.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -51,7 +52,6 @@ const settings = {
 };
 const messagesFile = process.env.BENCH_MESSAGES || join(tmpdir(), `ats-loader-cpu-${settings.events}.json`);
 
-const log = (line = '') => process.stdout.write(`${line}\n`);
 const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;

@@ -59,11 +59,11 @@ export interface SeededProgram {
   affCode: string;
 }
 
-function programSettings(name: string): ProgramSettings {
+function programSettings(name: string, commissionType: ProgramSettings['commission_type']): ProgramSettings {
   return {
     name,
     domain: 'shop.bench.example',
-    commission_type: 'percent',
+    commission_type: commissionType,
     commission_rate: 10,
     attribution_window_days: 60,
     lead_auth: 'server_required',
@@ -72,11 +72,20 @@ function programSettings(name: string): ProgramSettings {
   };
 }
 
-/** A program with its key, one partner and that partner's referral link (aff code bench-<label>). */
-export async function seedProgram(db: Database, workspaceId: number, label: string): Promise<SeededProgram> {
-  const program = await createProgram(db, workspaceId, programSettings(`Bench program ${label}`));
+/**
+ * A program with its key, one partner and that partner's referral link (aff code bench-<label>
+ * unless given); 10 % commission, percent unless another type is given.
+ */
+export async function seedProgram(
+  db: Database,
+  workspaceId: number,
+  label: string,
+  options: { commissionType?: ProgramSettings['commission_type']; affCode?: string } = {},
+): Promise<SeededProgram> {
+  const program = await createProgram(db, workspaceId, programSettings(`Bench program ${label}`, options.commissionType ?? 'percent'));
   const { apiKey } = await issueProgramKey(db, program.id);
-  const partner = await createPartner(db, program.id, { name: `Bench partner ${label}`, email: `partner-${label}@bench.example`, affCode: `bench-${label}` });
+  const affCode = options.affCode ?? `bench-${label}`;
+  const partner = await createPartner(db, program.id, { name: `Bench partner ${label}`, email: `partner-${label}@bench.example`, affCode });
   return { programId: program.id, apiKey, affCode: partner.affCode };
 }
 

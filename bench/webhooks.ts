@@ -22,6 +22,7 @@ import { migrate } from '../core/migrate.js';
 import { addMember, createWorkspace } from '../domain/access/workspaces.js';
 import { freePort, startChild, stopChild, waitForHttp, type Child } from './processes.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, processCpuMicros, seedProgram, type SeededProgram } from './setup.js';
+import { log } from './output.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
@@ -36,7 +37,6 @@ const PROGRAMS = Number(process.env.BENCH_PROGRAMS ?? 150);
 const CUSTOMERS_PER_PROGRAM = 2;
 const FLAT_OUT_REQUESTS = 20_000;
 
-const log = (line: string) => process.stdout.write(`${line}\n`);
 
 interface Customer {
   program: SeededProgram;

@@ -73,6 +73,11 @@ export interface RequestSpec {
   collectIds: boolean;
 }
 
+/** One JSON body for every request (a click, the bare baseline route). */
+export function fixedBodySpec(path: string, body: string, answer: string, collectIds: boolean): RequestSpec {
+  return { path, prelude: `local BODY = ${luaString(body)}`, build: '  body = BODY\n  extra = ""', answer, collectIds };
+}
+
 /**
  * An open-loop run's latency, from each request's scheduled slot to its 2xx (µs), and how far the
  * sends fell behind the schedule (lag: from the slot to the send).

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { decodeSecretsKey } from './secret-box.js';
+import type { DatabaseConfig } from './db.js';
+import { decodeSecretsKey, type SecretsConfig } from './secret-box.js';
 import type { WarehouseConfig } from './warehouse.js';
 
 /**
@@ -120,14 +121,6 @@ function isAddressOrCidr(value: string): boolean {
 /** Which proxies may set X-Forwarded-For: none, or these addresses and ranges. */
 export type TrustProxy = false | string[];
 
-export type DatabaseConfig =
-  /**
-   * durable: Postgres's own fsync at commit and checkpoint (EMBEDDED_FSYNC, on by default).
-   * sharedBuffers: Postgres's shared_buffers (EMBEDDED_SHARED_BUFFERS; 32MB when not given).
-   */
-  | { kind: 'pglite'; dataDir: string | undefined; durable?: boolean; sharedBuffers?: string }
-  | { kind: 'postgres'; url: string; poolSize: number };
-
 /**
  * Where the counts live (one process's memory, or Redis shared by the ingest processes), the IPv6
  * prefix a client is counted under, and the processor webhook's limit per address and minute.
@@ -164,12 +157,6 @@ export interface TrackingConfig {
 export interface ProcessorConfig {
   /** Accepted webhook signing secrets; the embedded start adds the one it generated for the demo. */
   webhookSecrets: string[];
-}
-
-/** SECRETS_KEY, or where the embedded start keeps its own (main.ts: the distributed ingest refuses to start without one). */
-export interface SecretsConfig {
-  key: Buffer | undefined;
-  keyFile: string;
 }
 
 /**

@@ -3,21 +3,20 @@ import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import pg from 'pg';
-import type { DatabaseConfig } from './config.js';
 import { createDataDirFromTemplate, templateForMemory } from './pglite-template.js';
+import { sql, type NamedQuery } from './sql.js';
 
-/**
- * A named, parameterized statement. The name is prepended as a comment so every query can be
- * found in the database logs and pg_stat_statements, and doubles as the prepared-statement name.
- */
-export interface NamedQuery {
-  readonly name: string;
-  readonly text: string;
-}
+// The statement builder beside the database that runs it: Postgres code imports both from here.
+export { sql, type NamedQuery };
 
-export function sql(name: string, text: string): NamedQuery {
-  return { name, text: `/* ${name} */ ${text.trim()}` };
-}
+/** The embedded Postgres (PGlite) under a directory, or in memory without one; or a Postgres server. */
+export type DatabaseConfig =
+  /**
+   * durable: Postgres's own fsync at commit and checkpoint (EMBEDDED_FSYNC, on by default).
+   * sharedBuffers: Postgres's shared_buffers (EMBEDDED_SHARED_BUFFERS; 32MB when not given).
+   */
+  | { kind: 'pglite'; dataDir: string | undefined; durable?: boolean; sharedBuffers?: string }
+  | { kind: 'postgres'; url: string; poolSize: number };
 
 export interface Queryable {
   many<R>(query: NamedQuery, params?: readonly unknown[]): Promise<R[]>;

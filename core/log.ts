@@ -29,7 +29,7 @@ const member = (name: string) => (name.startsWith('[') ? name : `.${name}`);
  * levels (so `err.config.headers.authorization` of an HTTP client's error, `kafka.sasl.password`),
  * plus the header objects of requests and errors (`req.headers`, `err.request.headers`).
  */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.cookie',
   ...SECRET_NAMES.flatMap((name) => [
     name.startsWith('[') ? `headers${name}` : name,
@@ -50,7 +50,7 @@ const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/"\\]*):[^\s@/"\\]+@/gi;
 const BEARER = /\b(Bearer\s+)[A-Za-z0-9._~+/=-]+/g;
 const OWN_SECRET = /\b(aff|dsh|agt|slt|whsec)_[A-Za-z0-9_-]{16,}/g;
 
-export function redactLine(line: string): string {
+function redactLine(line: string): string {
   return line.replace(URL_PASSWORD, `$1:${CENSOR}@`).replace(BEARER, `$1${CENSOR}`).replace(OWN_SECRET, `$1_${CENSOR}`);
 }
 

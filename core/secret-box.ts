@@ -1,7 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { link, open, readFile, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Config } from './config.js';
 
 /**
  * Secrets the service must read back (a processor account's webhook signing secret, to compute
@@ -14,8 +13,14 @@ export interface SecretBox {
   open(sealed: string, context: string): string;
 }
 
+/** SECRETS_KEY, or where the embedded start keeps its own (main.ts: the distributed ingest refuses to start without one). */
+export interface SecretsConfig {
+  key: Buffer | undefined;
+  keyFile: string;
+}
+
 /** The key: 32 bytes, base64 (`openssl rand -base64 32`). */
-export const SECRETS_KEY_BYTES = 32;
+const SECRETS_KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 // A version prefix, so a later format (or key id) can be told apart from this one.
@@ -96,7 +101,7 @@ async function createKeyFile(path: string): Promise<void> {
  * up its own: without SECRETS_KEY such a process refuses to start (the embedded start keeps a
  * key file instead).
  */
-export function requireSecretsKey(config: Pick<Config, 'roles' | 'database' | 'secrets'>): void {
+export function requireSecretsKey(config: { roles: ReadonlySet<string>; database: { kind: string }; secrets: SecretsConfig }): void {
   if (!config.roles.has('ingest') || config.database.kind !== 'postgres' || config.secrets.key) return;
   throw new Error(
     'Invalid configuration:\n  SECRETS_KEY: required with DATABASE_URL for the ingest role. Every ingest process seals and opens ' +

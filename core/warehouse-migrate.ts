@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { sql } from './db.js';
+import { sql } from './sql.js';
 import type { Warehouse } from './warehouse.js';
 
 export const CLICKHOUSE_MIGRATIONS_DIR = fileURLToPath(new URL('../schemas/clickhouse/', import.meta.url));

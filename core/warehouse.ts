@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
-import { sql, type NamedQuery } from './db.js';
+import { sql, type NamedQuery } from './sql.js';
 
 /** The embedded chDB engine (data under a directory) or a ClickHouse server over HTTP. */
 export type WarehouseConfig =

@@ -9,12 +9,13 @@ import type { SecretBox } from '../core/secret-box.js';
 import type { Warehouse } from '../core/warehouse.js';
 import { rotationWarnings } from './http/auth.js';
 import { errorHandler, registerErrorHandling } from './http/errors.js';
-import { createFailedAuthThrottle } from './http/auth/failed-auth.js';
+import { createFailedAuthThrottle, type FailedAuthThrottle } from './http/auth/failed-auth.js';
 import { decorateClientAddress, DEFAULT_IPV6_PREFIX } from './http/client-address.js';
 import type { RateLimitStore } from './http/rate-limit.js';
 import { lazyRequestLoggers } from './http/request-log.js';
 import { cliLoginPageRoutes } from './cli/login-page.js';
-import { cliRoutes, type CliIdentity } from './cli/routes.js';
+import type { CliIdentity } from './cli/context.js';
+import { cliRoutes } from './cli/routes.js';
 import { agentRoutes } from './agent/routes.js';
 import { dashboardPageRoutes } from './dashboard/page.js';
 import { dashboardRoutes } from './dashboard/routes.js';
@@ -58,8 +59,61 @@ export interface AppDeps {
 const MANAGEMENT_BODY_LIMIT = 64 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Builds the HTTP service; the entry point only wires config, listens and handles signals. */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+/** What every surface is registered with: the app's deps, the clock and the failed-authentication throttle settled. */
+interface Wiring extends AppDeps {
+  clock: () => number;
+  authThrottle: FailedAuthThrottle;
+}
+
+/** One API surface (a folder of ingest/): its plugins under their prefixes, given what they need of the wiring. */
+type RegisterSurface = (app: FastifyInstance, wiring: Wiring) => Promise<void>;
+
+const tracking: RegisterSurface = async (app, { db, rateLimits, authThrottle, clock, tracking: { platformFeeBps, docsBaseUrl } }) => {
+  await app.register(trackRoutes, { prefix: '/api/v1/track', db, rateLimits, authThrottle, clock, platformFeeBps, docsBaseUrl });
+  await app.register(readinessRoutes, { prefix: '/api/v1/programs', db, rateLimits, authThrottle, clock, docsBaseUrl });
+  await app.register(trackerScriptRoutes);
+};
+
+const cli: RegisterSurface = async (app, { db, rateLimits, authThrottle, clock, tracking: { platformFeeBps, docsBaseUrl }, cliIdentity }) => {
+  await app.register(cliRoutes, { prefix: '/api/v1/cli', db, rateLimits, authThrottle, clock, docsBaseUrl, platformFeeBps, identity: cliIdentity });
+  await app.register(cliLoginPageRoutes, { db, identity: cliIdentity });
+};
+
+const payments: RegisterSurface = async (app, w) => {
+  const { db, clock, secretBox } = w;
+  await app.register(processorWebhookRoutes, {
+    prefix: '/api/v1/webhooks',
+    db,
+    clock,
+    platformFeeBps: w.tracking.platformFeeBps,
+    webhookSecrets: w.processorWebhookSecrets ?? (() => []),
+    secretBox,
+    rateLimits: w.rateLimits,
+    rateLimit: w.processorWebhookRateLimit ?? PROCESSOR_WEBHOOK_RATE_LIMIT,
+  });
+  await app.register(processorConnectionRoutes, {
+    prefix: '/api/tracking', db, authThrottle: w.authThrottle, secretBox, clock, publicBaseUrl: w.publicBaseUrl ?? (() => undefined),
+  });
+};
+
+const management: RegisterSurface = async (app, { db, authThrottle }) => {
+  await app.register(managementRoutes, { prefix: '/api/tracking', db, authThrottle });
+};
+
+const dashboard: RegisterSurface = async (app, { db, warehouse, clock, authThrottle }) => {
+  await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse, clock, authThrottle });
+  await app.register(dashboardPageRoutes);
+};
+
+const agent: RegisterSurface = async (app, { db, warehouse, rateLimits, clock, authThrottle }) => {
+  await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse, rateLimits, clock, authThrottle });
+};
+
+/** Every API surface, in the order the OpenAPI document lists them. Adding a surface is adding it here. */
+const API_SURFACES: readonly RegisterSurface[] = [tracking, cli, payments, management, dashboard, agent];
+
+/** Fastify with the service's request ids, zod compilers, error envelopes and client addresses. */
+function createServer(deps: AppDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     trustProxy: deps.trustProxy,
@@ -80,7 +134,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
   decorateClientAddress(app, deps.clientIpv6Prefix ?? DEFAULT_IPV6_PREFIX);
+  return app;
+}
 
+/** The body parsers and the hooks every request passes, before any surface's own. */
+function registerCommonHandling(app: FastifyInstance) {
   // JSON, and text/plain carrying JSON (what navigator.sendBeacon sends without a preflight).
   // __proto__ and constructor.prototype keys are refused by the parser.
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -102,60 +160,36 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
   app.addHook('onSend', rotationWarnings);
+}
 
-  await app.register(swagger, {
-    openapi: {
-      info: {
-        title: 'Affiliate tracking service',
-        version: '1.0.0',
-        description:
-          'Tracking (click, lead, sale, refund), readiness and program management. A program key marked for rotation ' +
-          'adds Deprecation, Sunset and Link headers and a top-level warnings array to every response.',
-      },
-      components: {
-        securitySchemes: {
-          programKey: { type: 'http', scheme: 'bearer', description: 'Program API key (aff_...)' },
-          dashboardSession: { type: 'http', scheme: 'bearer', description: 'Dashboard session token' },
-          accountToken: { type: 'http', scheme: 'bearer', description: 'Account login token from `svc login` (CLI init and programs)' },
-          agentKey: { type: 'http', scheme: 'bearer', description: 'Agent API key (agt_...), issued by `npm run ops -- issue-agent-key`' },
-        },
-      },
+const OPENAPI = {
+  info: {
+    title: 'Affiliate tracking service',
+    version: '1.0.0',
+    description:
+      'Tracking (click, lead, sale, refund), readiness and program management. A program key marked for rotation ' +
+      'adds Deprecation, Sunset and Link headers and a top-level warnings array to every response.',
+  },
+  components: {
+    securitySchemes: {
+      programKey: { type: 'http', scheme: 'bearer', description: 'Program API key (aff_...)' },
+      dashboardSession: { type: 'http', scheme: 'bearer', description: 'Dashboard session token' },
+      accountToken: { type: 'http', scheme: 'bearer', description: 'Account login token from `svc login` (CLI init and programs)' },
+      agentKey: { type: 'http', scheme: 'bearer', description: 'Agent API key (agt_...), issued by `npm run ops -- issue-agent-key`' },
     },
-    transform: jsonSchemaTransform,
-  });
+  },
+} as const;
 
-  const { db, rateLimits } = deps;
+/** Builds the HTTP service; the entry point only wires config, listens and handles signals. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = createServer(deps);
+  registerCommonHandling(app);
+  await app.register(swagger, { openapi: OPENAPI, transform: jsonSchemaTransform });
+
   const clock = deps.clock ?? Date.now;
-  const authThrottle = createFailedAuthThrottle({ store: rateLimits, log: app.log, clock, limit: deps.authFailuresPerMinute });
-  const { docsBaseUrl, platformFeeBps } = deps.tracking;
-  await app.register(
-    async (scope) => {
-      scope.register(trackRoutes, { prefix: '/track', db, rateLimits, authThrottle, clock, platformFeeBps, docsBaseUrl });
-      scope.register(readinessRoutes, { prefix: '/programs', db, rateLimits, authThrottle, clock, docsBaseUrl });
-      scope.register(cliRoutes, { prefix: '/cli', db, rateLimits, authThrottle, clock, docsBaseUrl, platformFeeBps, identity: deps.cliIdentity });
-      scope.register(processorWebhookRoutes, {
-        prefix: '/webhooks',
-        db,
-        clock,
-        platformFeeBps,
-        webhookSecrets: deps.processorWebhookSecrets ?? (() => []),
-        secretBox: deps.secretBox,
-        rateLimits,
-        rateLimit: deps.processorWebhookRateLimit ?? PROCESSOR_WEBHOOK_RATE_LIMIT,
-      });
-    },
-    { prefix: '/api/v1' },
-  );
-  await app.register(managementRoutes, { prefix: '/api/tracking', db, authThrottle });
-  await app.register(processorConnectionRoutes, {
-    prefix: '/api/tracking', db, authThrottle, secretBox: deps.secretBox, clock, publicBaseUrl: deps.publicBaseUrl ?? (() => undefined),
-  });
-  await app.register(dashboardRoutes, { prefix: '/api/tracking', db, warehouse: deps.warehouse, clock, authThrottle });
-  await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse: deps.warehouse, rateLimits, clock, authThrottle });
+  const authThrottle = createFailedAuthThrottle({ store: deps.rateLimits, log: app.log, clock, limit: deps.authFailuresPerMinute });
+  for (const register of API_SURFACES) await register(app, { ...deps, clock, authThrottle });
 
-  await app.register(dashboardPageRoutes);
-  await app.register(cliLoginPageRoutes, { db, identity: deps.cliIdentity });
-  await app.register(trackerScriptRoutes);
   app.get('/openapi.json', { config: { surface: 'other' }, schema: { hide: true } }, async () => app.swagger());
   app.get('/healthz', { config: { surface: 'other' }, schema: { hide: true } }, async () => ({ ok: true }));
   return app;

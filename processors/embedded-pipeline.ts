@@ -4,7 +4,7 @@ import type { Warehouse } from '../core/warehouse.js';
 import type { AvroCodec } from './avro/codec.js';
 import type { EventType } from '../schemas/event-contract.js';
 import { createLoader } from './loader/loader.js';
-import type { PipelineMetrics } from './metrics.js';
+import type { PipelineMetrics } from './metrics/pipeline-metrics.js';
 import { createLoadingLog } from './loader/loading-log.js';
 import { createRelay, type RelayResult } from './relay.js';
 import type { RunningService } from './services.js';

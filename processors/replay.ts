@@ -12,11 +12,12 @@ import type { Logger } from 'pino';
 import { sql, type Database } from '../core/db.js';
 import type { Warehouse } from '../core/warehouse.js';
 import type { AvroCodec } from './avro/codec.js';
-import { createLoader, WAREHOUSE_TABLES, type BatchMessage, type Loader, type LoaderBatch } from './loader/loader.js';
+import { createLoader, type BatchMessage, type Loader, type LoaderBatch } from './loader/loader.js';
+import { WAREHOUSE_TABLES } from './loader/mappers.js';
 import type { OutboxRow } from '../schemas/event-contract.js';
 
 /** The batch "topic" of replay tokens: `outbox-replay/0/<first id>-<last id>/<hash>/<table>`, never a Kafka topic's. */
-export const REPLAY_SOURCE = 'outbox-replay';
+const REPLAY_SOURCE = 'outbox-replay';
 
 /** A place in the outbox's commit order: the last row of the last page loaded. */
 export interface ReplayCursor {
@@ -25,7 +26,7 @@ export interface ReplayCursor {
   id: number;
 }
 
-export const START: ReplayCursor = { txid: '0', id: 0 };
+const START: ReplayCursor = { txid: '0', id: 0 };
 
 export function formatCursor(cursor: ReplayCursor): string {
   return `${cursor.txid}:${cursor.id}`;

@@ -7,7 +7,7 @@ import type { AvroCodec } from './avro/codec.js';
 import type { EventLog } from './event-log/event-log.js';
 import { createKafkaEventLog, createKafkajsClient, ensureTopics } from './event-log/kafka.js';
 import { startKafkaLoader, type KafkaLoaderObserver } from './loader/kafka-loader.js';
-import type { PipelineMetrics } from './metrics.js';
+import type { PipelineMetrics } from './metrics/pipeline-metrics.js';
 import { createLoader } from './loader/loader.js';
 import { createRelay, type RelayResult } from './relay.js';
 import { topicsOf } from './event-log/topics.js';

@@ -3,7 +3,7 @@
  * Postgres keeps no (program_id, created_at) index on clicks on purpose (it cost about 15 % of click
  * writes, schemas/postgres/0003), while click_recorded is sorted by program and day.
  */
-import { sql } from '../core/db.js';
+import { sql } from '../core/sql.js';
 import type { Warehouse } from '../core/warehouse.js';
 
 export interface ClickPageRequest {
@@ -31,7 +31,7 @@ const EARLIEST = '1970-01-01 00:00:00.000000';
 const LATEST = '2299-12-31 00:00:00.000000';
 
 // FINAL: a redelivered click is one row. The tuple comparison resumes after the cursor's click.
-export const clicksPageSql = sql(
+const clicksPageSql = sql(
   'agent.clicks_page',
   `SELECT click_id, partner_id, referral_link_id, test, toString(occurred_at) AS at
      FROM click_recorded FINAL

@@ -6,7 +6,7 @@
 import { dayEnd, dayStart, dayString, daysOf, previousRange, type Day, type DayRange } from './periods.js';
 
 /** The currency the dashboard's dollar figures are in; other currencies are reported beside them, never summed in. */
-export const DASHBOARD_CURRENCY = 'USD';
+const DASHBOARD_CURRENCY = 'USD';
 
 export type Metric = 'clicks' | 'leads' | 'conversions' | 'sales' | 'partners' | 'commissions';
 
@@ -89,7 +89,7 @@ export function roundHalfUp(numerator: number, denominator: number): number {
 }
 
 /** Minor units to dollars: exact to the cent. */
-export const dollars = (cents: number): number => cents / 100;
+const dollars = (cents: number): number => cents / 100;
 
 /** totalConversions / totalClicks * 100 with 2 decimals; 0 without clicks. */
 export const conversionRate = (conversions: number, clicks: number): number =>

@@ -2,7 +2,7 @@
  * GET /api/tracking/performance/:programId from the warehouse: one query per request, which
  * returns the daily figures of the range and of its previous window together.
  */
-import { sql } from '../core/db.js';
+import { sql } from '../core/sql.js';
 import type { Warehouse } from '../core/warehouse.js';
 import { buildPerformance, firstActivityDay, type DailyFigure, type PerformanceBody } from './metrics.js';
 import { allTimeRange, dayOf, dayString, planRange, type Day, type RangeQuery } from './periods.js';
@@ -16,7 +16,7 @@ import { allTimeRange, dayOf, dayString, planRange, type Day, type RangeQuery } 
  *                the number of sales and their amount, per currency
  *   partners     the partner-program record's creation; each record once
  *   commissions  the commission's creation (when it was written); not reversed; per currency
- * These rules are applied when the loader writes performance facts (processors/loader/loader.ts) and
+ * These rules are applied when the loader maps performance facts (processors/loader/mappers.ts) and
  * recomputes the hours they touch (processors/loader/rollup.ts): the latest state of each entity, each
  * entity once however often it was delivered. Here the hours of the range are summed per UTC day,
  * a few thousand rows at most for 90 days, read with FINAL so the latest computation of an hour wins.
@@ -48,7 +48,7 @@ interface DayRow {
 }
 
 /** The daily figures of a program from the first to the last day (inclusive); a day or currency without a count has none. */
-export async function dailyFigures(warehouse: Warehouse, programId: number, first: Day, last: Day): Promise<DailyFigure[]> {
+async function dailyFigures(warehouse: Warehouse, programId: number, first: Day, last: Day): Promise<DailyFigure[]> {
   const rows = await warehouse.query<DayRow>(dailyFiguresSql, { programId, from: dayString(first), to: dayString(last) });
   const figures: DailyFigure[] = [];
   for (const r of rows) {

@@ -17,14 +17,14 @@ export interface DayRange {
 export const PERIODS = ['7d', '30d', '90d', 'all'] as const;
 export type Period = (typeof PERIODS)[number];
 /** The label meta.period carries when dateFrom and dateTo chose the range. */
-export const CUSTOM_PERIOD = 'custom';
-export const DEFAULT_PERIOD: Period = '7d';
+const CUSTOM_PERIOD = 'custom';
+const DEFAULT_PERIOD: Period = '7d';
 
 const PRESET_DAYS: Record<Exclude<Period, 'all'>, number> = { '7d': 7, '30d': 30, '90d': 90 };
 
 /** Dates are accepted from 2000 to 2099: the previous window of the widest range still starts after 1970. */
-export const FIRST_ALLOWED_DAY: Day = Date.UTC(2000, 0, 1) / DAY_MS;
-export const LAST_ALLOWED_DAY: Day = Date.UTC(2099, 11, 31) / DAY_MS;
+const FIRST_ALLOWED_DAY: Day = Date.UTC(2000, 0, 1) / DAY_MS;
+const LAST_ALLOWED_DAY: Day = Date.UTC(2099, 11, 31) / DAY_MS;
 /** About ten years: one data row per day, so the response stays bounded. */
 export const MAX_RANGE_DAYS = 3660;
 
@@ -34,7 +34,7 @@ export const dayStart = (day: Day): string => new Date(day * DAY_MS).toISOString
 /** The last millisecond of the day: the inclusive upper bound reported in meta. */
 export const dayEnd = (day: Day): string => new Date((day + 1) * DAY_MS - 1).toISOString();
 
-export const rangeLength = (r: DayRange): number => r.last - r.first + 1;
+const rangeLength = (r: DayRange): number => r.last - r.first + 1;
 
 /** The equal-length window immediately before the range. */
 export const previousRange = (r: DayRange): DayRange => ({ first: r.first - rangeLength(r), last: r.first - 1 });

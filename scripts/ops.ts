@@ -14,7 +14,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { loadConfig } from '../core/config.js';
-import { openDatabase } from '../core/db.js';
+import { openDatabase, type Database } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
 import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../domain/access/agent-keys.js';
 import { markKeyForRotation } from '../domain/programs/api-keys.js';
@@ -39,94 +39,99 @@ const positiveId = (value: string | undefined): number => {
   return id;
 };
 
+/** One operator command: its arguments checked (the usage when they are wrong), done, its outcome printed. */
+type Command = (db: Database, args: string[]) => Promise<void>;
+
+/** The email argument of the per-person commands. */
+const emailOf = (args: string[]): string => {
+  if (!args[0]) throw new Error(usage);
+  return args[0];
+};
+
+/** The commands by name, one function each. */
+const COMMANDS: Record<string, Command> = {
+  'mark-key-rotation': async (db, args) => {
+    const programId = Number(args[0]);
+    const deadline = new Date(args[1] ?? '');
+    if (!Number.isSafeInteger(programId) || programId <= 0 || Number.isNaN(deadline.getTime())) throw new Error(usage);
+    const marked = await markKeyForRotation(db, programId, deadline);
+    if (!marked) throw new Error(`program ${programId} has no API key`);
+    console.log(`key of program ${programId} marked at ${marked.markedAt.toISOString()}; retired from ${marked.deadline.toISOString()}`);
+  },
+
+  'create-workspace': async (db, [name, email]) => {
+    if (!name || !email) throw new Error(usage);
+    const workspaceId = await createWorkspace(db, name);
+    const userId = await addMember(db, workspaceId, email, 'owner');
+    console.log(JSON.stringify({ workspaceId, dashboardToken: await createSession(db, userId) }));
+  },
+
+  'create-session': async (db, [workspaceId, email, role = 'member']) => {
+    if (!workspaceId || !email || (role !== 'owner' && role !== 'member')) throw new Error(usage);
+    const userId = await addMember(db, Number(workspaceId), email, role as Role);
+    console.log(JSON.stringify({ dashboardToken: await createSession(db, userId) }));
+  },
+
+  // Agent keys (issue 13) are issued only here: no endpoint creates one. The key is printed once.
+  'issue-agent-key': async (db, args) => {
+    const workspaceId = positiveId(args[0]);
+    if (!args[1]) throw new Error(usage);
+    const issued = await issueAgentKey(db, workspaceId, args[2] ?? 'agent', parseScopes(args[1]));
+    console.log(JSON.stringify({ keyId: issued.id, workspaceId, scopes: issued.scopes, agentKey: issued.agentKey }));
+  },
+
+  'revoke-agent-key': async (db, args) => {
+    const keyId = positiveId(args[0]);
+    const revokedAt = await revokeAgentKey(db, keyId);
+    if (!revokedAt) throw new Error(`agent key ${keyId} does not exist`);
+    console.log(`agent key ${keyId} revoked at ${revokedAt.toISOString()}`);
+  },
+
+  'list-agent-keys': async (db, args) => {
+    for (const key of await listAgentKeys(db, positiveId(args[0]))) console.log(JSON.stringify(key));
+  },
+
+  // A person's access ends at once: every dashboard session and CLI login token of the email.
+  'revoke-sessions': async (db, args) => {
+    const email = emailOf(args);
+    const revoked = await revokeUserSessions(db, email);
+    if (!revoked.users) throw new Error(`no user has the email ${email}`);
+    console.log(`${email}: ${revoked.sessions} dashboard session(s) and ${revoked.loginTokens} CLI login token(s) revoked`);
+  },
+
+  // A hold, not a sign-out: every credential of the person is refused until reinstate-user.
+  'suspend-user': async (db, args) => {
+    const email = emailOf(args);
+    const since = await suspendUser(db, email);
+    if (!since) throw new Error(`no user has the email ${email}`);
+    console.log(`${email}: suspended since ${since.toISOString()}; dashboard sessions and CLI login tokens are refused until reinstate-user`);
+  },
+
+  'reinstate-user': async (db, args) => {
+    const email = emailOf(args);
+    if (!(await reinstateUser(db, email))) throw new Error(`no user has the email ${email}`);
+    console.log(`${email}: reinstated; sessions and login tokens that have not expired or been revoked work again`);
+  },
+
+  // A dispute over who holds a processor account, settled by the operator (see releaseProcessorAccount).
+  'release-processor-account': async (db, [accountId]) => {
+    if (!accountId) throw new Error(usage);
+    const released = await releaseProcessorAccount(db, accountId);
+    if (!released) throw new Error(`no workspace holds the processor account ${accountId}`);
+    console.log(`${accountId}: released from workspace ${released.workspaceId} (${released.programs} program connection(s) removed); it can be connected again`);
+  },
+};
+
 async function main(argv: string[]) {
-  const [command, ...args] = argv;
+  const [name, ...args] = argv;
   const config = loadConfig();
   if (config.database.kind === 'pglite') await mkdir(config.dataDir, { recursive: true });
   const db = await openDatabase(config.database);
   try {
     await migrate(db);
-    switch (command) {
-      case 'mark-key-rotation': {
-        const programId = Number(args[0]);
-        const deadline = new Date(args[1] ?? '');
-        if (!Number.isSafeInteger(programId) || programId <= 0 || Number.isNaN(deadline.getTime())) throw new Error(usage);
-        const marked = await markKeyForRotation(db, programId, deadline);
-        if (!marked) throw new Error(`program ${programId} has no API key`);
-        console.log(`key of program ${programId} marked at ${marked.markedAt.toISOString()}; retired from ${marked.deadline.toISOString()}`);
-        return;
-      }
-      case 'create-workspace': {
-        const [name, email] = args;
-        if (!name || !email) throw new Error(usage);
-        const workspaceId = await createWorkspace(db, name);
-        const userId = await addMember(db, workspaceId, email, 'owner');
-        console.log(JSON.stringify({ workspaceId, dashboardToken: await createSession(db, userId) }));
-        return;
-      }
-      case 'create-session': {
-        const [workspaceId, email, role = 'member'] = args;
-        if (!workspaceId || !email || (role !== 'owner' && role !== 'member')) throw new Error(usage);
-        const userId = await addMember(db, Number(workspaceId), email, role as Role);
-        console.log(JSON.stringify({ dashboardToken: await createSession(db, userId) }));
-        return;
-      }
-      // Agent keys (issue 13) are issued only here: no endpoint creates one. The key is printed once.
-      case 'issue-agent-key': {
-        const workspaceId = positiveId(args[0]);
-        if (!args[1]) throw new Error(usage);
-        const issued = await issueAgentKey(db, workspaceId, args[2] ?? 'agent', parseScopes(args[1]));
-        console.log(JSON.stringify({ keyId: issued.id, workspaceId, scopes: issued.scopes, agentKey: issued.agentKey }));
-        return;
-      }
-      case 'revoke-agent-key': {
-        const keyId = positiveId(args[0]);
-        const revokedAt = await revokeAgentKey(db, keyId);
-        if (!revokedAt) throw new Error(`agent key ${keyId} does not exist`);
-        console.log(`agent key ${keyId} revoked at ${revokedAt.toISOString()}`);
-        return;
-      }
-      case 'list-agent-keys': {
-        for (const key of await listAgentKeys(db, positiveId(args[0]))) console.log(JSON.stringify(key));
-        return;
-      }
-      // A person's access ends at once: every dashboard session and CLI login token of the email.
-      case 'revoke-sessions': {
-        const [email] = args;
-        if (!email) throw new Error(usage);
-        const revoked = await revokeUserSessions(db, email);
-        if (!revoked.users) throw new Error(`no user has the email ${email}`);
-        console.log(`${email}: ${revoked.sessions} dashboard session(s) and ${revoked.loginTokens} CLI login token(s) revoked`);
-        return;
-      }
-      // A hold, not a sign-out: every credential of the person is refused until reinstate-user.
-      case 'suspend-user': {
-        const [email] = args;
-        if (!email) throw new Error(usage);
-        const since = await suspendUser(db, email);
-        if (!since) throw new Error(`no user has the email ${email}`);
-        console.log(`${email}: suspended since ${since.toISOString()}; dashboard sessions and CLI login tokens are refused until reinstate-user`);
-        return;
-      }
-      case 'reinstate-user': {
-        const [email] = args;
-        if (!email) throw new Error(usage);
-        if (!(await reinstateUser(db, email))) throw new Error(`no user has the email ${email}`);
-        console.log(`${email}: reinstated; sessions and login tokens that have not expired or been revoked work again`);
-        return;
-      }
-      // A dispute over who holds a processor account, settled by the operator (see releaseProcessorAccount).
-      case 'release-processor-account': {
-        const [accountId] = args;
-        if (!accountId) throw new Error(usage);
-        const released = await releaseProcessorAccount(db, accountId);
-        if (!released) throw new Error(`no workspace holds the processor account ${accountId}`);
-        console.log(`${accountId}: released from workspace ${released.workspaceId} (${released.programs} program connection(s) removed); it can be connected again`);
-        return;
-      }
-      default:
-        throw new Error(usage);
-    }
+    const command = Object.hasOwn(COMMANDS, name ?? '') ? COMMANDS[name!] : undefined;
+    if (!command) throw new Error(usage);
+    await command(db, args);
   } finally {
     await db.close();
   }

@@ -14,18 +14,25 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { loadConfig } from '../core/config.js';
-import { openDatabase } from '../core/db.js';
+import { loadConfig, type Config } from '../core/config.js';
+import { openDatabase, type Database } from '../core/db.js';
 import { createLogger } from '../core/log.js';
 import { migrateWarehouse } from '../core/warehouse-migrate.js';
-import { openWarehouse } from '../core/warehouse.js';
+import { openWarehouse, type Warehouse } from '../core/warehouse.js';
 import { createAvroCodec } from '../processors/avro/codec.js';
-import { WAREHOUSE_TABLES } from '../processors/loader/loader.js';
-import { createProgressReporter, createReplay, formatCursor, parseCursor, ReplayError } from '../processors/replay.js';
+import { WAREHOUSE_TABLES } from '../processors/loader/mappers.js';
+import { createProgressReporter, createReplay, formatCursor, parseCursor, ReplayError, type ReplayCursor } from '../processors/replay.js';
 
 const usage = `usage: npm run replay -- [--truncate --yes] [--resume-after <txid:id>] [--page-size N]`;
 
-async function main(argv: string[]): Promise<number> {
+interface ReplayOptions {
+  truncate: boolean;
+  after: ReplayCursor | undefined;
+  pageSize: number;
+}
+
+/** The command line's options, or the exit code when there is nothing to replay (help, an unconfirmed truncate). */
+function parseOptions(argv: string[]): ReplayOptions | number {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -49,15 +56,17 @@ async function main(argv: string[]): Promise<number> {
     console.error(`--truncate empties every warehouse table (${WAREHOUSE_TABLES.join(', ')}) before loading. Add --yes to confirm.`);
     return 2;
   }
+  return { truncate: values.truncate, after, pageSize };
+}
 
-  const config = loadConfig();
-  // Logs (dead letters, retries) on stderr beside the progress; stdout carries only the summary.
-  const logger = createLogger(config.logLevel, pino.destination(2));
+/**
+ * The warehouse first: chDB locks its directory, so a running embedded service stops the replay
+ * here, before it opens PGlite, which has no lock and must not be opened by two processes.
+ */
+async function openStores(config: Config): Promise<{ warehouse: Warehouse; db: Database }> {
   if (config.database.kind === 'pglite' && !existsSync(config.database.dataDir ?? '')) {
     throw new Error(`No embedded database at ${config.database.dataDir}: nothing to replay (set DATA_DIR or DATABASE_URL)`);
   }
-  // The warehouse first: chDB locks its directory, so a running embedded service stops the replay
-  // here, before it opens PGlite, which has no lock and must not be opened by two processes.
   const warehouse = await openWarehouse(config.warehouse).catch((error: Error) => {
     if (!/Cannot lock file/.test(error.message)) throw error;
     throw new Error(`The warehouse directory is in use, most likely by the running service: stop it before replaying.\n${error.message}`);
@@ -66,6 +75,11 @@ async function main(argv: string[]): Promise<number> {
     await warehouse.close();
     throw error;
   });
+  return { warehouse, db };
+}
+
+/** Ctrl-C (or SIGTERM) finishes the batch in flight; a second one quits at once. */
+function interruptOnSignals(): AbortSignal {
   const controller = new AbortController();
   const interrupt = () => {
     if (controller.signal.aborted) process.exit(130);
@@ -74,43 +88,58 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on('SIGINT', interrupt);
   process.on('SIGTERM', interrupt);
+  return controller.signal;
+}
+
+/** Replays with a progress bar on stderr and the summary on stdout; the exit code. */
+async function replayWithProgress(replay: ReturnType<typeof createReplay>, options: ReplayOptions, signal: AbortSignal): Promise<number> {
+  // Started once the tables are emptied and the outbox counted, so the rate is the loading's.
+  let progress: ReturnType<typeof createProgressReporter> | undefined;
+  const started = Date.now();
+  const summary = await replay.run({
+    truncate: options.truncate,
+    after: options.after,
+    signal,
+    onStart: (p) => {
+      progress = createProgressReporter({ stream: process.stderr, label: 'replay' });
+      progress.update(p.done, p.total);
+    },
+    onProgress: (p) => progress?.update(p.done, p.total),
+  });
+  progress?.finish(summary.done, summary.total);
+  console.log(
+    JSON.stringify({
+      complete: summary.complete,
+      events: summary.done,
+      total: summary.total,
+      loaded: summary.loaded,
+      deadLettered: summary.deadLettered,
+      batches: summary.batches,
+      seconds: Number(((Date.now() - started) / 1000).toFixed(1)),
+      cursor: formatCursor(summary.cursor),
+    }),
+  );
+  if (!summary.complete) {
+    console.error(`interrupted: run again with --resume-after ${formatCursor(summary.cursor)} (or from the start: no number changes)`);
+    return 130;
+  }
+  if (summary.deadLettered > 0) console.error(`${summary.deadLettered} events could not be loaded; their reasons are logged above`);
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const options = parseOptions(argv);
+  if (typeof options === 'number') return options;
+  const config = loadConfig();
+  // Logs (dead letters, retries) on stderr beside the progress; stdout carries only the summary.
+  const logger = createLogger(config.logLevel, pino.destination(2));
+  const { warehouse, db } = await openStores(config);
+  const signal = interruptOnSignals();
   try {
     // A new warehouse has no tables yet.
     await migrateWarehouse(warehouse);
-    const codec = createAvroCodec();
-    const replay = createReplay({ db, warehouse, codec, logger, pageSize });
-    // Started once the tables are emptied and the outbox counted, so the rate is the loading's.
-    let progress: ReturnType<typeof createProgressReporter> | undefined;
-    const started = Date.now();
-    const summary = await replay.run({
-      truncate: values.truncate,
-      after,
-      signal: controller.signal,
-      onStart: (p) => {
-        progress = createProgressReporter({ stream: process.stderr, label: 'replay' });
-        progress.update(p.done, p.total);
-      },
-      onProgress: (p) => progress?.update(p.done, p.total),
-    });
-    progress?.finish(summary.done, summary.total);
-    console.log(
-      JSON.stringify({
-        complete: summary.complete,
-        events: summary.done,
-        total: summary.total,
-        loaded: summary.loaded,
-        deadLettered: summary.deadLettered,
-        batches: summary.batches,
-        seconds: Number(((Date.now() - started) / 1000).toFixed(1)),
-        cursor: formatCursor(summary.cursor),
-      }),
-    );
-    if (!summary.complete) {
-      console.error(`interrupted: run again with --resume-after ${formatCursor(summary.cursor)} (or from the start: no number changes)`);
-      return 130;
-    }
-    if (summary.deadLettered > 0) console.error(`${summary.deadLettered} events could not be loaded; their reasons are logged above`);
-    return 0;
+    const replay = createReplay({ db, warehouse, codec: createAvroCodec(), logger, pageSize: options.pageSize });
+    return await replayWithProgress(replay, options, signal);
   } finally {
     await warehouse.close();
     await db.close();

@@ -47,13 +47,13 @@ export type Principal =
 export type CredentialKind = Principal['kind'];
 
 /** Roles as today: every member reads and edits a program; only owners handle its key and its processor connection. */
-export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
+const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   owner: ['tracking:read', 'program:write', 'api_key:manage', 'processor:manage'],
   member: ['tracking:read', 'program:write'],
 };
 
 /** A program key records events and reads its own program's state (readiness, CLI status). */
-export const PROGRAM_KEY_PERMISSIONS: readonly Permission[] = ['tracking:write', 'tracking:read'];
+const PROGRAM_KEY_PERMISSIONS: readonly Permission[] = ['tracking:write', 'tracking:read'];
 
 /** How the principal stands to a workspace (and the program in it, when one is named). */
 export interface Relation {

@@ -21,7 +21,7 @@ export interface AgentKeyView {
 }
 
 /** last_used_at is written at most this often per key: one extra UPDATE a minute, not one per call. */
-export const LAST_USED_RESOLUTION_MS = 60_000;
+const LAST_USED_RESOLUTION_MS = 60_000;
 
 const q = {
   byHash: sql(
@@ -67,7 +67,7 @@ export async function findAgentKey(db: Database, token: string): Promise<AgentKe
   return { id: Number(row.id), workspaceId: Number(row.workspaceId), scopes: row.scopes.filter(isAgentScope) };
 }
 
-export class AgentKeyInputError extends Error {}
+class AgentKeyInputError extends Error {}
 
 /** Scopes from an operator's list: `all`, or comma-separated names of AGENT_SCOPES. */
 export function parseScopes(list: string): AgentScope[] {

@@ -6,14 +6,14 @@ import { hashSecret } from './secrets.js';
 /** Spec "Limits": a login link lives 5 minutes. */
 export const LOGIN_SESSION_TTL_MS = 5 * 60_000;
 /** How long a login token works (ours, docs/decisions/cli.md "CLI (issue 16)"). */
-export const LOGIN_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
+const LOGIN_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
 /** How often the CLI is told to poll; the 60/min CLI budget leaves room for other calls. */
 export const POLL_INTERVAL_SECONDS = 2;
 
 const newState = () => randomBytes(24).toString('base64url');
 const newPollSecret = () => `lps_${randomBytes(32).toString('base64url')}`;
 const newNonce = () => randomBytes(24).toString('base64url');
-export const newLoginToken = () => `slt_${randomBytes(32).toString('base64url')}`;
+const newLoginToken = () => `slt_${randomBytes(32).toString('base64url')}`;
 
 // No 0/O or 1/I: the code is read off a terminal and compared with the browser page.
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';

@@ -45,7 +45,8 @@ const q = {
             waiting_for = $7, payload = $8, scope = $9, updated_at = now()
       WHERE event_id = $1`,
   ),
-  // Payment events, each claimed, applied and settled by one function call (schemas/postgres/0015).
+  // Payment events, each claimed, applied and settled by one function call
+  // (schemas/postgres/functions/record_processor_payment.sql).
   payment: sql('processor.record_payment', `SELECT record_processor_payment($1::jsonb, $2, true) AS result`),
   payments: sql('processor.record_payments', `SELECT record_processor_payments($1::jsonb, $2) AS results`),
   // Serializes the events of one payment across connections (see lockPayment): the keys are
@@ -187,7 +188,7 @@ function lockKeys(refs: string[], transactionId?: string): string[] {
 }
 
 /**
- * Payment events, as record_processor_payment reads them (schemas/postgres/0015): the object read
+ * Payment events, as record_processor_payment reads them (schemas/postgres/functions/): the object read
  * here, its effects applied there in one statement. Undefined: not a payment event.
  */
 function paymentEvent(event: ProcessorEvent, scope: EventScope): object | undefined {

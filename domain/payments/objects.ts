@@ -16,7 +16,7 @@ const metadata = z.record(z.string(), z.string().nullish()).nullish();
  * `created`, unix seconds: from 2000-01-01 to 2100-01-01, a range every date type on the way
  * (Postgres timestamptz, JS Date, the warehouse's DateTime64) holds, and no processor event falls outside.
  */
-export const CREATED_RANGE = { min: Date.UTC(2000, 0, 1) / 1000, max: Date.UTC(2100, 0, 1) / 1000 } as const;
+const CREATED_RANGE = { min: Date.UTC(2000, 0, 1) / 1000, max: Date.UTC(2100, 0, 1) / 1000 } as const;
 const UNSTORABLE = 'unstorable_text';
 
 /** NUL and unpaired surrogates cannot be stored in Postgres text or jsonb (nor kept apart once converted). */

@@ -11,7 +11,7 @@ export interface ProcessorConnection {
 }
 
 /** The raw status reported while a program has no processor connection. */
-export const PROCESSOR_NOT_CONNECTED = 'not_connected';
+const PROCESSOR_NOT_CONNECTED = 'not_connected';
 
 /**
  * The payments step of the integration checklist (dashboard status and CLI status): complete when

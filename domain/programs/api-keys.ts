@@ -18,7 +18,7 @@ const q = {
   ),
   byHashes: sql(
     'api_keys.by_hashes',
-    // One indexed lookup per key, planned once per session (0019_program_keys.sql).
+    // One indexed lookup per key, planned once per session (schemas/postgres/functions/program_keys.sql).
     `SELECT key_hash AS "keyHash", program_id AS "programId", workspace_id AS "workspaceId",
             rotation_marked_at AS "rotationMarkedAt", rotation_deadline AS "rotationDeadline"
        FROM program_keys($1::text[])`,

@@ -4,7 +4,7 @@ import { processorConnection } from '../payments/connections.js';
 import type { PaymentTrackingMode } from './programs.js';
 
 /** The status endpoint counts test events up to this many per step (spec "Limits"). */
-export const TEST_EVENT_COUNT_CAP = 10;
+const TEST_EVENT_COUNT_CAP = 10;
 
 const q = {
   // One round trip; every count reads at most the cap from the (program_id, event_type, created_at) index.

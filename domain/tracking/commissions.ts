@@ -1,4 +1,4 @@
 export type CommissionType = 'percent' | 'fixed' | 'recurring_percent' | 'recurring_fixed';
 
-/** How a commission is computed: schemas/postgres/0012_record_sale.sql, commission_cents. */
+/** How a commission is computed: commission_cents (schemas/postgres/functions/commission_cents.sql). */
 export const COMMISSION_TYPES: readonly CommissionType[] = ['percent', 'fixed', 'recurring_percent', 'recurring_fixed'];

@@ -55,7 +55,7 @@ const leads = trackingWrite('lead', leadItem, leadResult);
 /**
  * A signup: one statement, atomic on its own or in the caller's transaction. Server mode (valid
  * key) settles; browser mode on a server_required program leaves a provisional lead whose customer
- * key is not saved. First click wins. The rules are in record_lead (schemas/postgres/0013).
+ * key is not saved. First click wins. The rules are in record_lead (schemas/postgres/functions/record_lead.sql).
  */
 export const recordLead = (db: Queryable, input: LeadInput): Promise<LeadResult> => leads.one(db, input);
 

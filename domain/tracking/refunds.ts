@@ -63,7 +63,7 @@ const refunds = trackingWrite('refund', refundItem, refundOutcome);
 /**
  * A full refund or chargeback of a recorded sale: the sale changes status, its commission and fee
  * are reversed. One statement, atomic on its own or in the caller's transaction; the rules are in
- * record_refund (schemas/postgres/0013).
+ * record_refund (schemas/postgres/functions/record_refund.sql).
  */
 export const recordRefund = (db: Queryable, input: RefundInput): Promise<RefundOutcome> => refunds.one(db, input);
 
@@ -93,7 +93,7 @@ const partial = sql('refunds.record_partial', `SELECT record_partial_refund($1::
 
 /**
  * A processor's partial refund: the share of the sale, its commission and fee not taken off yet.
- * The rules and the rounding are in record_partial_refund (schemas/postgres/0014).
+ * The rules and the rounding are in record_partial_refund (schemas/postgres/functions/record_partial_refund.sql).
  */
 export async function recordPartialRefund(db: Queryable, input: PartialRefundInput): Promise<PartialRefundOutcome> {
   const row = await db.one<{ result: { sale_id: string; sale_status: SaleRow['status']; refunded_cents: number; recorded: boolean } }>(partial, [

@@ -6,10 +6,10 @@ import { recordLead } from './leads.js';
 import { recordSale } from './sales.js';
 
 /** Spec "Limits": 10 synthetic chains per program per hour. */
-export const CHAINS_PER_HOUR = 10;
+const CHAINS_PER_HOUR = 10;
 const HOUR_MS = 3_600_000;
 /** What a synthetic sale is worth (ours): visible in status, never paid (test mode creates no commission). */
-export const TEST_SALE_CENTS = 4_900;
+const TEST_SALE_CENTS = 4_900;
 
 export type SyntheticEventType = 'click' | 'lead' | 'sale';
 
@@ -92,7 +92,7 @@ async function ensureFixtures(tx: Transaction, programId: number): Promise<TestF
 }
 
 /** The test partner and referral link synthetic events run on: created on first use, refreshed on each. */
-export const refreshTestFixtures = (db: Database, programId: number) => db.transaction((tx) => ensureFixtures(tx, programId));
+const refreshTestFixtures = (db: Database, programId: number) => db.transaction((tx) => ensureFixtures(tx, programId));
 
 export interface SyntheticDeps {
   db: Database;

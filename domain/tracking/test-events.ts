@@ -3,7 +3,7 @@ import type { TestEventLoggedPayload } from '../../schemas/event-contract.js';
 
 export type TestEventType = TestEventLoggedPayload['event_type'];
 
-// log_test_event (schemas/postgres/0012_record_sale.sql) writes the entry and its outbox event; the
+// log_test_event (schemas/postgres/functions/log_test_event.sql) writes the entry and its outbox event; the
 // sale and lead functions call it too.
 const logSql = sql('tracking_logs.append', `SELECT log_test_event($1, $2, $3)`);
 

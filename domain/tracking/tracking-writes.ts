@@ -3,10 +3,10 @@ import { createBatchedStatement, type ItemResult } from '../batched-statement.js
 import { refused, type DomainError } from '../errors.js';
 
 /**
- * Sales, leads and refunds are written by SQL functions, one statement each
- * (schemas/postgres/0012_record_sale.sql, 0013), so that a call is one round trip; the tracking
- * routes send the calls that arrive together as one batch (record_batch). This module is how
- * the domain calls them: the same item and the same answer either way.
+ * Sales, leads and refunds are written by SQL functions, one statement each (record_sale,
+ * record_lead, record_refund in schemas/postgres/functions/), so that a call is one round trip; the
+ * tracking routes send the calls that arrive together as one batch (record_batch). This module is
+ * how the domain calls them: the same item and the same answer either way.
  */
 export type WriteKind = 'sale' | 'lead' | 'refund';
 

@@ -13,7 +13,7 @@ import { commissionReconciliation, commissionsPage, partnersPage, programCounts,
 import { createAgentPartner, runAgentTestEvent, setAgentLink, type AgentActor } from '../../domain/agent/writes.js';
 import { integrationFacts, integrationStatus } from '../../domain/programs/integration-status.js';
 import { getProgram, referralUrl } from '../../domain/programs/programs.js';
-import { PerformanceOk, PerformanceQuery, StatusOk } from '../dashboard/routes.js';
+import { PerformanceOk, PerformanceQuery, StatusOk } from '../dashboard/schemas.js';
 import * as S from './schemas.js';
 
 /** What an operation runs with: the key's workspace and id, and the program the check allowed. */

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { M } from '../http/messages.js';
 import { body, text } from '../http/schemas.js';
-import { PerformanceOk } from '../dashboard/routes.js';
+import { PerformanceOk } from '../dashboard/schemas.js';
 import { listCursor, type ListCursor } from './cursor.js';
 
 export type { Cursor, ListCursor } from './cursor.js';

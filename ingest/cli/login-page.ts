@@ -3,7 +3,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../core/db.js';
 import { sessionAwaitingSignIn } from '../../domain/access/cli-login.js';
 import { M } from '../http/messages.js';
-import { LOGIN_PAGE_PATH, publicBase, type CliIdentity } from './routes.js';
+import { publicBase, type CliIdentity } from './context.js';
+
+/** The page `svc login` opens (the link /auth/start hands out), outside the API. */
+export const LOGIN_PAGE_PATH = '/cli/login';
 
 export interface CliLoginPageDeps {
   db: Database;

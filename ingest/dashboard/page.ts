@@ -73,7 +73,7 @@ const send = (request: FastifyRequest, reply: FastifyReply, asset: StaticAsset, 
   sendAsset(request, reply, asset, { ...SECURITY_HEADERS, 'Cache-Control': cacheControl });
 
 /**
- * The brand's dashboard page at /dashboard: static HTML, one small ES module and a stylesheet.
+ * The brand's dashboard page at /dashboard: static HTML, small ES modules and a stylesheet.
  * It signs in with a dashboard session token (kept in sessionStorage, sent as a Bearer header)
  * and reads the dashboard API; nothing here touches the database.
  */

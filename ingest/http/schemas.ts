@@ -1,5 +1,10 @@
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { M } from './messages.js';
+
+/** A plugin's instance typed by its zod schemas (`fastify.withTypeProvider<ZodTypeProvider>()`), for route modules it hands itself to. */
+export type ZodApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
 
 /**
  * Building blocks of the route schemas. Each field carries the spec's message for any way it can

@@ -62,7 +62,7 @@ const cli = (failed: (requestId: string) => string, rules: Partial<SurfaceRules>
   failed: ({ requestId }) => new ApiError(500, failed(requestId), { details: { request_id: requestId } }),
   ...rules,
 });
-/** The test-event body asks for the chain: as sent (`type`), or as validated (`mode`, routes/cli.ts). */
+/** The test-event body asks for the chain: as sent (`type`), or as validated (`mode`, TestEventRequest in ingest/cli/schemas.ts). */
 const isChain = (body: unknown) =>
   typeof body === 'object' && body !== null && ((body as { type?: unknown }).type === 'chain' || (body as { mode?: unknown }).mode === 'chain');
 

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
@@ -27,6 +27,80 @@ export interface EmbeddedProvider {
   close(): Promise<void>;
 }
 
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+type Account = { email: string; name?: string };
+
+/** Listens on port, or on a free one when it is taken and fallbackToFreePort allows. */
+async function listen(server: Server, options: EmbeddedProviderOptions): Promise<number> {
+  const on = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  try {
+    await on(options.port);
+  } catch (error) {
+    if (!options.fallbackToFreePort || (error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    await on(0);
+  }
+  return (server.address() as AddressInfo).port;
+}
+
+/** The package's configuration: the CLI as the one public client, the listed accounts, short lives. */
+function providerConfiguration(clientId: string, redirectUri: string, jwk: Record<string, unknown>, accounts: ReadonlyMap<string, Account>): Configuration {
+  return {
+    clients: [
+      {
+        client_id: clientId,
+        token_endpoint_auth_method: 'none', // a public client: the page runs in the browser, with PKCE
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      },
+    ],
+    jwks: { keys: [jwk] },
+    cookies: { keys: [randomBytes(32).toString('base64url')] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    // The CLI needs the email in the id_token itself, not only from userinfo.
+    conformIdTokenClaims: false,
+    features: { devInteractions: { enabled: true } },
+    // Short lives: a sign-in takes minutes, and the CLI login link itself lives 5.
+    ttl: { Interaction: 600, Session: 3_600, Grant: 3_600, AuthorizationCode: 60, AccessToken: 600, IdToken: 600 },
+    // The login page (the client's redirect origin) redeems the code from the browser.
+    clientBasedCORS: (_ctx, origin, client) => client.redirectUris?.some((uri) => new URL(uri).origin === origin) ?? false,
+    async findAccount(_ctx, id) {
+      const account = accounts.get(id.toLowerCase());
+      if (!account) return undefined;
+      return {
+        accountId: id,
+        claims: async () => ({ sub: id, email: account.email, email_verified: true, name: account.name }),
+      };
+    },
+    loadExistingGrant,
+    renderError(ctx, out) {
+      ctx.type = 'html';
+      ctx.body = `<!doctype html><title>Sign-in error</title><h1>Sign-in error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p>`;
+    },
+  };
+}
+
+/** The CLI is the provider's own first-party client: no consent screen. */
+async function loadExistingGrant(ctx: KoaContextWithOIDC) {
+  const { Grant } = ctx.oidc.provider;
+  const grantId = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session!.grantIdFor(ctx.oidc.client!.clientId);
+  if (grantId) {
+    const existing = await Grant.find(grantId);
+    if (existing) return existing;
+  }
+  const grant = new Grant({ clientId: ctx.oidc.client!.clientId, accountId: ctx.oidc.session!.accountId! });
+  grant.addOIDCScope('openid email profile');
+  await grant.save();
+  return grant;
+}
+
 /**
  * A real OpenID provider (the `oidc-provider` package) in this process, so `svc login` works on a
  * fresh machine without internet. Its sign-in page is the package's development interaction: it
@@ -35,7 +109,6 @@ export interface EmbeddedProvider {
  */
 export async function startEmbeddedProvider(options: EmbeddedProviderOptions): Promise<EmbeddedProvider> {
   const accounts = new Map((options.accounts ?? [DEMO_ACCOUNT]).map((a) => [a.email.toLowerCase(), a]));
-  type Handler = (req: IncomingMessage, res: ServerResponse) => void;
   let redirect: string | undefined;
   // The package (Koa and its helpers) is loaded at the first request, not at start: a service
   // nobody logs in to from the CLI does not carry it in memory.
@@ -56,83 +129,19 @@ export async function startEmbeddedProvider(options: EmbeddedProviderOptions): P
       },
     );
   });
-  const listen = (port: number) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, options.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  try {
-    await listen(options.port);
-  } catch (error) {
-    if (!options.fallbackToFreePort || (error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
-    await listen(0);
-  }
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options);
   const host = options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
   const issuer = `http://${host}:${port}`;
-
-  async function createHandler(redirectUri: string): Promise<Handler> {
+  const createHandler = async (redirectUri: string): Promise<Handler> => {
     const { default: Provider } = await import('oidc-provider');
     const jwk = options.signingKey ?? (await newSigningKey());
-    const configuration: Configuration = {
-      clients: [
-        {
-          client_id: options.clientId,
-          token_endpoint_auth_method: 'none', // a public client: the page runs in the browser, with PKCE
-          redirect_uris: [redirectUri],
-          grant_types: ['authorization_code'],
-          response_types: ['code'],
-        },
-      ],
-      jwks: { keys: [jwk] },
-      cookies: { keys: [randomBytes(32).toString('base64url')] },
-      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
-      // The CLI needs the email in the id_token itself, not only from userinfo.
-      conformIdTokenClaims: false,
-      features: { devInteractions: { enabled: true } },
-      // Short lives: a sign-in takes minutes, and the CLI login link itself lives 5.
-      ttl: { Interaction: 600, Session: 3_600, Grant: 3_600, AuthorizationCode: 60, AccessToken: 600, IdToken: 600 },
-      // The login page (the client's redirect origin) redeems the code from the browser.
-      clientBasedCORS: (_ctx, origin, client) => client.redirectUris?.some((uri) => new URL(uri).origin === origin) ?? false,
-      async findAccount(_ctx, id) {
-        const account = accounts.get(id.toLowerCase());
-        if (!account) return undefined;
-        return {
-          accountId: id,
-          claims: async () => ({ sub: id, email: account.email, email_verified: true, name: account.name }),
-        };
-      },
-      // The CLI is the provider's own first-party client: no consent screen.
-      async loadExistingGrant(ctx: KoaContextWithOIDC) {
-        const { Grant } = ctx.oidc.provider;
-        const grantId = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session!.grantIdFor(ctx.oidc.client!.clientId);
-        if (grantId) {
-          const existing = await Grant.find(grantId);
-          if (existing) return existing;
-        }
-        const grant = new Grant({ clientId: ctx.oidc.client!.clientId, accountId: ctx.oidc.session!.accountId! });
-        grant.addOIDCScope('openid email profile');
-        await grant.save();
-        return grant;
-      },
-      renderError(ctx, out) {
-        ctx.type = 'html';
-        ctx.body = `<!doctype html><title>Sign-in error</title><h1>Sign-in error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p>`;
-      },
-    };
-    return new Provider(issuer, configuration).callback();
-  }
-
-  async function attach(redirectUri: string) {
-    redirect = redirectUri;
-  }
-
+    return new Provider(issuer, providerConfiguration(options.clientId, redirectUri, jwk, accounts)).callback();
+  };
   return {
     issuer,
-    attach,
+    async attach(redirectUri: string) {
+      redirect = redirectUri;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import type { SecretBox } from '../../core/secret-box.js';
 import { accountSigning, markAccountVerified, type EventScope } from '../../domain/payments/account-owners.js';
@@ -13,6 +12,7 @@ import { checkSignature } from './signature.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
 import { throttledRefusalLog } from '../http/refusal-log.js';
 import { PlatformError, TypedError } from '../http/schemas.js';
+import { AccountParam, WebhookReceivedResponse } from './schemas.js';
 
 export interface ProcessorWebhookDeps {
   db: Database;
@@ -37,22 +37,12 @@ export const PROCESSOR_WEBHOOK_RATE_LIMIT = 6_000;
 /** The processor's events are bigger than our own bodies (a checkout session with its line items). */
 const EVENT_BODY_LIMIT = 1024 * 1024;
 
-const Received = z.object({
-  data: z.object({
-    received: z.literal(true),
-    event_id: z.string(),
-    outcome: z.enum(['recorded', 'skipped', 'ignored', 'waiting', 'duplicate']),
-    reason: z.string().nullable(),
-  }),
-});
-
 /** Outcomes a brand may want to act on (an event for nobody we know) are logged as warnings. */
 const WARN = new Set([
   'account_not_connected', 'account_not_verified', 'program_not_connected', 'program_id_missing', 'unknown_program', 'unreadable_object', 'other_account',
 ]);
 
 const ACCOUNT_ID = /^acct_[A-Za-z0-9]{1,64}$/;
-const AccountParam = z.object({ accountId: z.string() });
 
 /**
  * What an unknown account's events are checked against: they are refused exactly as a wrong
@@ -67,20 +57,13 @@ const HANDLED =
   'invoice_payment.paid, charge.refunded, charge.dispute.created, account.updated and account.application.deauthorized; ' +
   'other types are acknowledged and ignored. A repeated event id is acknowledged without effect.';
 
-/**
- * POST /api/v1/webhooks/processor (the operator's secrets) and /api/v1/webhooks/processor/:accountId
- * (that account's own secret, issue 27): the payment processor's signed events. The signature covers
- * the raw bytes, so this plugin alone keeps the body as a Buffer (its own content-type parser).
- * 2xx is sent only after the event's effects committed; a failure answers 500 and the processor retries.
- */
-export const processorWebhookRoutes: FastifyPluginAsync<ProcessorWebhookDeps> = async (fastify, deps) => {
-  fastify.removeAllContentTypeParsers();
-  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: EVENT_BODY_LIMIT }, (_request, body, done) => done(null, body));
-  const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const handleProcessorEvent = createProcessorEventHandler(deps.db, { feeBps: deps.platformFeeBps });
+type RefusalLog = ReturnType<typeof throttledRefusalLog>;
 
-  // Anyone can post here: every request counts against its client address, refused ones too
-  // (before the body is read), and refusals are logged at most once per address a minute.
+/**
+ * Anyone can post here: every request counts against its client address, refused ones too
+ * (before the body is read), and refusals are logged at most once per address a minute.
+ */
+function limitAndLogRefusals(fastify: FastifyInstance, deps: ProcessorWebhookDeps): RefusalLog {
   const refusals = throttledRefusalLog({ log: fastify.log, clock: deps.clock, what: 'processor webhook refusals' });
   fastify.addHook('onRoute', (route) => {
     if (route.config) route.config.logRefusal = refusals.log;
@@ -94,43 +77,59 @@ export const processorWebhookRoutes: FastifyPluginAsync<ProcessorWebhookDeps> = 
     refusals.flush();
     done();
   });
+  return refusals;
+}
 
-  /** The signed body as an event; a bad signature or body is refused (400) before anything is written. */
-  const readEvent = (request: FastifyRequest, secrets: readonly string[]): ProcessorEvent => {
-    const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const header = request.headers['stripe-signature'];
-    const signature = checkSignature(raw, typeof header === 'string' ? header : undefined, secrets, Math.floor(deps.clock() / 1000));
-    if (!signature.ok) {
-      refusals.log(request, { reason: signature.reason }, 'processor event refused: signature');
-      throw badRequest(M.processor.signature);
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(raw.toString('utf8'));
-    } catch {
-      throw badRequest(M.processor.body);
-    }
-    const parsed = ProcessorEvent.safeParse(json);
-    if (!parsed.success) throw badRequest(EVENT_PROBLEM[eventProblem(parsed.error, json)]);
-    return parsed.data;
-  };
+/** The signed body as an event; a bad signature or body is refused (400) before anything is written. */
+const eventReader = (clock: () => number, refusals: RefusalLog) => (request: FastifyRequest, secrets: readonly string[]): ProcessorEvent => {
+  const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  const header = request.headers['stripe-signature'];
+  const signature = checkSignature(raw, typeof header === 'string' ? header : undefined, secrets, Math.floor(clock() / 1000));
+  if (!signature.ok) {
+    refusals.log(request, { reason: signature.reason }, 'processor event refused: signature');
+    throw badRequest(M.processor.signature);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw badRequest(M.processor.body);
+  }
+  const parsed = ProcessorEvent.safeParse(json);
+  if (!parsed.success) throw badRequest(EVENT_PROBLEM[eventProblem(parsed.error, json)]);
+  return parsed.data;
+};
 
-  const handle = async (request: FastifyRequest, event: ProcessorEvent, scope: EventScope) => {
-    const result = await handleProcessorEvent(event, scope);
-    const line = {
-      processorEventId: event.id,
-      type: event.type,
-      account: event.account ?? null,
-      via: scope.channel,
-      outcome: result.outcome,
-      reason: result.reason,
-      programId: result.programId,
-      saleId: result.saleId,
-    };
-    if (result.reason !== null && WARN.has(result.reason)) request.log.warn(line, 'processor event');
-    else request.log.info(line, 'processor event');
-    return { data: { received: true as const, event_id: event.id, outcome: result.outcome, reason: result.reason } };
+/** Applies the event, logs its outcome (a warning when a brand may want to act) and answers it. */
+const eventRecorder = (handleProcessorEvent: ReturnType<typeof createProcessorEventHandler>) => async (log: FastifyBaseLogger, event: ProcessorEvent, scope: EventScope) => {
+  const result = await handleProcessorEvent(event, scope);
+  const line = {
+    processorEventId: event.id,
+    type: event.type,
+    account: event.account ?? null,
+    via: scope.channel,
+    outcome: result.outcome,
+    reason: result.reason,
+    programId: result.programId,
+    saleId: result.saleId,
   };
+  if (result.reason !== null && WARN.has(result.reason)) log.warn(line, 'processor event');
+  else log.info(line, 'processor event');
+  return { data: { received: true as const, event_id: event.id, outcome: result.outcome, reason: result.reason } };
+};
+
+/**
+ * POST /api/v1/webhooks/processor (the operator's secrets) and /api/v1/webhooks/processor/:accountId
+ * (that account's own secret, issue 27): the payment processor's signed events. The signature covers
+ * the raw bytes, so this plugin alone keeps the body as a Buffer (its own content-type parser).
+ * 2xx is sent only after the event's effects committed; a failure answers 500 and the processor retries.
+ */
+export const processorWebhookRoutes: FastifyPluginAsync<ProcessorWebhookDeps> = async (fastify, deps) => {
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: EVENT_BODY_LIMIT }, (_request, body, done) => done(null, body));
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const record = eventRecorder(createProcessorEventHandler(deps.db, { feeBps: deps.platformFeeBps }));
+  const readEvent = eventReader(deps.clock, limitAndLogRefusals(fastify, deps));
 
   app.post(
     '/processor',
@@ -142,10 +141,10 @@ export const processorWebhookRoutes: FastifyPluginAsync<ProcessorWebhookDeps> = 
         description:
           `${HANDLED} An event naming an account (Connect) acts only on programs of the workspace that verified that account, ` +
           'and only on the program its metadata names.',
-        response: { 200: Received, 400: PlatformError, 500: PlatformError },
+        response: { 200: WebhookReceivedResponse, 400: PlatformError, 500: PlatformError },
       },
     },
-    async (request) => handle(request, readEvent(request, deps.webhookSecrets()), { channel: 'operator' }),
+    async (request) => record(request.log, readEvent(request, deps.webhookSecrets()), { channel: 'operator' }),
   );
 
   app.post(
@@ -159,7 +158,7 @@ export const processorWebhookRoutes: FastifyPluginAsync<ProcessorWebhookDeps> = 
           `${HANDLED} The first valid event verifies the account's connection; events act only on the programs of that ` +
           'workspace connected to the account. An unknown account is refused as a wrong signature is.',
         params: AccountParam,
-        response: { 200: Received, 400: PlatformError, 500: PlatformError },
+        response: { 200: WebhookReceivedResponse, 400: PlatformError, 500: PlatformError },
       },
     },
     async (request) => {
@@ -170,7 +169,7 @@ export const processorWebhookRoutes: FastifyPluginAsync<ProcessorWebhookDeps> = 
       if (!signing) throw badRequest(M.processor.signature);
       if (event.account && event.account !== accountId) throw badRequest(M.processor.otherAccount);
       if (!signing.verified) await markAccountVerified(deps.db, accountId, signing.claim);
-      return handle(request, { ...event, account: accountId }, { channel: 'account', accountId, workspaceId: signing.workspaceId });
+      return record(request.log, { ...event, account: accountId }, { channel: 'account', accountId, workspaceId: signing.workspaceId });
     },
   );
 };

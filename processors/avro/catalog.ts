@@ -82,7 +82,7 @@ export function rabinFingerprint(text: string): bigint {
 }
 
 /** Parsing Canonical Form: avsc's schema() without options is the spec's canonical form. */
-export const canonicalForm = (type: avro.Type): string => JSON.stringify(type.schema());
+const canonicalForm = (type: avro.Type): string => JSON.stringify(type.schema());
 
 export const fingerprintHex = (type: avro.Type): string => rabinFingerprint(canonicalForm(type)).toString(16).padStart(16, '0');
 

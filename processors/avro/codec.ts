@@ -18,8 +18,8 @@ import { compileConverter, contractError, type Converter } from './convert.js';
 
 export { AvroContractError } from './convert.js';
 
-export const MAGIC_BYTE = 0;
-export const HEADER_BYTES = 5;
+const MAGIC_BYTE = 0;
+const HEADER_BYTES = 5;
 
 /**
  * What encode() takes: an event's envelope and payload (an outbox row has them), with the row's type

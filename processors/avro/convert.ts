@@ -38,7 +38,7 @@ export interface Converter {
 }
 
 /** The one enum symbol readers fall back to; a writer never sends it. */
-export const READER_DEFAULT_SYMBOL = 'unknown';
+const READER_DEFAULT_SYMBOL = 'unknown';
 
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;

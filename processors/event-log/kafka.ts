@@ -92,7 +92,7 @@ export async function createKafkajsEventLog(config: KafkaConfig, logger: Logger)
 }
 
 /** The same event log through @platformatic/kafka (maintained, KafkaJS-like), for the swap and the benchmark. */
-export async function createPlatformaticEventLog(config: KafkaConfig): Promise<EventLog> {
+async function createPlatformaticEventLog(config: KafkaConfig): Promise<EventLog> {
   const producer = new PlatformaticProducer({
     clientId: `${config.clientId}-producer`,
     bootstrapBrokers: config.brokers,
@@ -113,15 +113,4 @@ export async function createPlatformaticEventLog(config: KafkaConfig): Promise<E
 /** The configured client's event log. */
 export function createKafkaEventLog(config: KafkaConfig, logger: Logger): Promise<EventLog> {
   return config.client === 'platformatic' ? createPlatformaticEventLog(config) : createKafkajsEventLog(config, logger);
-}
-
-/** Deletes topics (tests and benchmarks only, on their own uniquely named topics). */
-export async function deleteTopics(config: KafkaConfig, topics: readonly string[], logger: Logger): Promise<void> {
-  const admin = createKafkajsClient(config, logger, '-admin').admin();
-  await admin.connect();
-  try {
-    await admin.deleteTopics({ topics: [...topics] });
-  } finally {
-    await admin.disconnect();
-  }
 }

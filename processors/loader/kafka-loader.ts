@@ -1,7 +1,8 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { EventLog } from '../event-log/event-log.js';
-import { deadLetterMessage, type CombiningLoader, type LoadResult, type LoaderBatch } from './loader.js';
+import { deadLetterMessage } from './dead-letters.js';
+import type { CombiningLoader, LoadResult, LoaderBatch } from './loader.js';
 
 /** What the loader reports, for metrics and logs. */
 export interface KafkaLoaderObserver {

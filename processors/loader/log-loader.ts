@@ -1,6 +1,7 @@
 import type { LogMessage } from '../event-log/event-log.js';
 import type { InProcessLog } from '../event-log/in-process-log.js';
-import { deadLetterMessage, type LoadResult, type Loader, type LoaderBatch } from './loader.js';
+import { deadLetterMessage } from './dead-letters.js';
+import type { LoadResult, Loader, LoaderBatch } from './loader.js';
 
 export interface LogLoaderDeps {
   log: InProcessLog;

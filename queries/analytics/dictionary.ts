@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from '../../core/db.js';
+import { sql } from '../../core/sql.js';
 import { migrateWarehouse } from '../../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../../core/warehouse.js';
 

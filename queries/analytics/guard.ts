@@ -15,7 +15,7 @@
  *      readonly = 1 refuses writes, DDL and the external table functions there too, and the
  *      analyst user of the distributed mode holds no grant beyond SELECT on analytics.*.
  */
-import { sql, type NamedQuery } from '../../core/db.js';
+import { sql, type NamedQuery } from '../../core/sql.js';
 import type { ReadOnlySession } from '../../core/warehouse.js';
 
 export type RefusalReason =

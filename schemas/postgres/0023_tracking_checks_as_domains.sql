@@ -49,19 +49,6 @@ ALTER TABLE refunds
 
 -- A connection that ran a PL/pgSQL function before this migration keeps that function's compiled
 -- plans, whose parameters still carry the old column types: its next call would fail with "type
--- of parameter ... does not match that when preparing the plan" (a service still running while
--- another process migrates). Rewriting each function's catalog row, with its cost unchanged, makes
--- every connection compile it again on its next call. The names come from the catalog, not input.
-DO $$
-DECLARE
-  f record;
-BEGIN
-  FOR f IN
-    SELECT p.oid::regprocedure AS signature, p.procost AS cost
-      FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
-     WHERE l.lanname = 'plpgsql' AND p.pronamespace = 'public'::regnamespace
-  LOOP
-    EXECUTE format('ALTER FUNCTION %s COST %s', f.signature, f.cost);
-  END LOOP;
-END
-$$;
+-- of parameter ... does not match that when preparing the plan". This migration ended by rewriting
+-- every such function's catalog row so each connection compiles it again; core/migrate.ts now does
+-- that after any numbered migration, by applying every file of functions/ again.

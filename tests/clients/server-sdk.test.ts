@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,7 +116,7 @@ async function freePort(): Promise<number> {
 const run = promisify(execFile);
 
 /**
- * What a brand installs: `npm pack` of clients/server-sdk (its prepack builds dist/ with tsc),
+ * What a brand installs: `npm pack` of clients/server-sdk (its prepare script builds dist/ with tsc),
  * unpacked into a fresh node_modules, next to a script that imports `@svc/server-sdk`. Built
  * once for the whole file.
  */
@@ -146,6 +146,13 @@ console.log(JSON.stringify(await svc.trackSale({ customerExternalId, invoiceId, 
 
 afterAll(async () => {
   if (packed) await rm((await packed).dir, { recursive: true, force: true });
+});
+
+it('npm ci builds the package (its prepare script), so plain Node imports @svc/server-sdk with no build step', async () => {
+  const manifest = JSON.parse(await readFile(join(import.meta.dirname, '../../clients/server-sdk/package.json'), 'utf8'));
+  expect(manifest.scripts.prepare).toBe('npm run build');
+  const { stdout } = await run('node', ['-e', "import('@svc/server-sdk').then((m) => console.log(typeof m.Svc))"], { cwd: join(import.meta.dirname, '../..') });
+  expect(stdout.trim()).toBe('function');
 });
 
 describe.each(databaseKinds())('server SDK against the real service on %s', (kind: DatabaseKind) => {
@@ -424,7 +431,7 @@ describe.each(databaseKinds())('server SDK against the real service on %s', (kin
   it('the packed package, installed on its own, records a sale and refuses a bad amount', async () => {
     const { dir, files } = await packedPackage();
     expect(files).toEqual(
-      ['README.md', 'client.d.ts', 'client.js', 'index.d.ts', 'index.js', 'package.json', 'renewals.d.ts', 'renewals.js', 'transport.d.ts', 'transport.js', 'types.d.ts', 'types.js']
+      ['README.md', 'client.d.ts', 'client.js', 'index.d.ts', 'index.js', 'package.json', 'renewals.d.ts', 'renewals.js', 'transport.d.ts', 'transport.js', 'types.d.ts', 'types.js', 'wire.d.ts', 'wire.js']
         .map((f) => `package/${f.endsWith('.md') || f === 'package.json' ? '' : 'dist/'}${f}`)
         .sort(),
     );

@@ -316,6 +316,40 @@ describe.runIf(browserTestsRun())('dashboard page in a real Chromium, on the rea
     expect(tip).toContain(`Conversions: ${sent.amountsCents.length}`);
   });
 
+  it('follows a link to a period, walks the days with the keyboard and hides a series from its legend', async () => {
+    await page.goto(`${base}/dashboard#program=${shop.programId}&period=7d`);
+    await ready(shop.programId, '7d');
+    expect(await page.getAttribute('#periods button[data-period="7d"]', 'aria-pressed')).toBe('true');
+    const days = await page.$$eval('#chart rect.day', (rects) => rects.map((r) => r.getAttribute('data-date')));
+    expect(days).toHaveLength(7);
+    // The day under the guide line, whose centre is the guide's x.
+    const guided = () =>
+      page.evaluate(() => {
+        const x = Number(document.querySelector('#chart line.guide')!.getAttribute('x1'));
+        const day = [...document.querySelectorAll('#chart rect.day')].find(
+          (r) => Math.abs(Number(r.getAttribute('x')) + Number(r.getAttribute('width')) / 2 - x) < 0.01,
+        );
+        return day?.dataset.date;
+      });
+    await page.focus('#chart svg');
+    await page.waitForSelector('#chart .tooltip:not([hidden])');
+    expect(await guided()).toBe(days[6]);
+    await page.keyboard.press('ArrowLeft');
+    expect(await guided()).toBe(days[5]);
+    await page.keyboard.press('Home');
+    expect(await guided()).toBe(days[0]);
+    await page.keyboard.press('End');
+    expect(await guided()).toBe(days[6]);
+
+    const seriesShown = () => page.$$eval('#chart g[class^="series-"]', (groups) => groups.map((g) => g.getAttribute('class')!.split(' ')[0]));
+    expect(await seriesShown()).toEqual(['series-revenue', 'series-clicks', 'series-leads', 'series-conversions']);
+    await page.click('#legend button[data-series="clicks"]');
+    expect(await page.getAttribute('#legend button[data-series="clicks"]', 'aria-pressed')).toBe('false');
+    expect(await seriesShown()).toEqual(['series-revenue', 'series-leads', 'series-conversions']);
+    await page.click('#legend button[data-series="clicks"]');
+    expect(await seriesShown()).toEqual(['series-revenue', 'series-clicks', 'series-leads', 'series-conversions']);
+  });
+
   it('keeps the token in sessionStorage and the Authorization header, never in a URL; no CSP or script error', async () => {
     const token = shop.workspace.ownerToken;
     expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([token]);

@@ -7,7 +7,8 @@ import { sql } from '../../core/db.js';
 import { migrateWarehouse } from '../../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../../core/warehouse.js';
 import { createAvroCodec } from '../../processors/avro/codec.js';
-import { createLoader, WAREHOUSE_TABLES, type Loader } from '../../processors/loader/loader.js';
+import { createLoader, type Loader } from '../../processors/loader/loader.js';
+import { WAREHOUSE_TABLES } from '../../processors/loader/mappers.js';
 import {
   createProgressReporter,
   createReplay,

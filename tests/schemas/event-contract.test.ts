@@ -9,7 +9,7 @@ import { migrateWarehouse } from '../../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../../core/warehouse.js';
 import { DEFAULT_AVRO_DIR, loadCatalog } from '../../processors/avro/catalog.js';
 import { createAvroCodec } from '../../processors/avro/codec.js';
-import { eventRows } from '../../processors/loader/loader.js';
+import { eventRows } from '../../processors/loader/mappers.js';
 import { EVENT_TYPES, PAYLOAD_FIELDS, type EventType, type OutboxRow } from '../../schemas/event-contract.js';
 import { buildTestApp, createTestProgram, freshIp } from '../support/app.js';
 import { partlyRefundedProcessorSale } from '../support/processor.js';

@@ -6,7 +6,7 @@ import { buildApp } from '../../ingest/app.js';
 import { memoryRateLimitStore } from '../../ingest/http/rate-limit.js';
 import { DEMO_ACCOUNT, newSigningKey, startEmbeddedProvider, type EmbeddedProvider } from '../../ingest/oidc/embedded-provider.js';
 import { createIdentityVerifier } from '../../ingest/oidc/verifier.js';
-import { LOGIN_PAGE_PATH } from '../../ingest/cli/routes.js';
+import { LOGIN_PAGE_PATH } from '../../ingest/cli/login-page.js';
 import { DOCS_BASE_URL, FEE_BPS } from './app.js';
 
 export const CLI_CLIENT_ID = 'svc-cli';

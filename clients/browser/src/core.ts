@@ -3,6 +3,7 @@
  * the browser SDK (index.ts). It runs inside brands' pages, so nothing here throws into the page
  * or holds it up, and every byte counts against the tracker's 1,024-byte gzipped budget.
  */
+import type { ClickRequest, ClickResponse, LeadData, LeadRequest, LeadResponse } from './wire.js';
 
 export interface SvcOptions {
   /** The program whose clicks and signups this site records (`data-svc-program-id`). */
@@ -22,16 +23,6 @@ export interface SvcData {
   hasAttribution: boolean;
   /** This page's URL when it carries `?aff=` (the partner link the visitor arrived by), else null. */
   affiliateUrl: string | null;
-}
-
-/** The service's `data` of a recorded lead. */
-export interface LeadData {
-  customer_id: number;
-  program_id: number;
-  click_id: string | null;
-  status: string;
-  signup_date: string | null;
-  provisional?: true;
 }
 
 /** What `signup()` resolves to; it never rejects. `status` is 0 when no answer came (no click id, network). */
@@ -54,7 +45,7 @@ export interface Svc {
 
 type Level = 'info' | 'warn' | 'error';
 /** The service's JSON: click { click_id, cookie_window_days }, lead { data }, errors { error }. */
-type Body = { click_id?: string; cookie_window_days?: number; data?: LeadData; error?: { code?: string; message: string } } | null;
+type Body = (Partial<ClickResponse> & Partial<LeadResponse> & { error?: { code?: string; message: string } }) | null;
 /** Status and body of an answer. */
 type Answer = [number, Body];
 
@@ -93,7 +84,7 @@ export function createSvc(options: SvcOptions): Svc {
 
   // A string body goes as text/plain, which the service reads as JSON: no CORS preflight.
   // keepalive lets the request finish when the visitor navigates away at once.
-  const post = (path: string, body: object): Promise<Answer> =>
+  const post = (path: 'click' | 'lead', body: ClickRequest | LeadRequest): Promise<Answer> =>
     fetch(`${options.apiUrl}/api/v1/track/${path}`, { method: 'POST', body: JSON.stringify(body), keepalive: true }).then(async (response) => [response.status, await response.json()]);
 
   const query = new URLSearchParams(location.search);

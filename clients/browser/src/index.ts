@@ -5,7 +5,9 @@
  */
 import { createSvc, readClickId, type SignupResult, type Svc, type SvcData, type SvcOptions } from './core.js';
 
-export type { LeadData, SignupResult, Svc, SvcData, SvcOptions } from './core.js';
+export type { SignupResult, Svc, SvcData, SvcOptions } from './core.js';
+/** The service's `data` of a recorded lead, generated from its schemas. */
+export type { LeadData } from './wire.js';
 
 let current: { key: string; svc: Svc } | null = null;
 

@@ -12,6 +12,7 @@ import type {
   TrackRefundOptions,
   TrackSaleOptions,
 } from './types.js';
+import type { LeadRequest, RefundRequest, SaleRequest } from './wire.js';
 
 /** The defaults, with each bound the caller set to a usable number. */
 function retryBounds(given: RetryOptions | undefined): Required<RetryOptions> {
@@ -83,7 +84,7 @@ export class Svc {
   /** A server-mode lead (signup) for a customer of this key's program. */
   trackLead(options: TrackLeadOptions): Promise<SvcResult<LeadData>> {
     options ??= {} as TrackLeadOptions;
-    return send<LeadData>(this.#transport, 'trackLead', '/api/v1/track/lead', {
+    return send<LeadData, LeadRequest>(this.#transport, 'trackLead', '/api/v1/track/lead', {
       customer_key: options.customerExternalId,
       click_id: options.clickId ?? undefined,
       email: options.email,
@@ -102,7 +103,7 @@ export class Svc {
       );
       return { ...refused, alreadyRecorded: false };
     }
-    const result = await send<SaleData>(this.#transport, 'trackSale', '/api/v1/track/sale', {
+    const result = await send<SaleData, SaleRequest>(this.#transport, 'trackSale', '/api/v1/track/sale', {
       transaction_id: options.invoiceId,
       amount_cents: amount,
       customer_key: options.customerExternalId,
@@ -117,7 +118,7 @@ export class Svc {
   /** A full refund (or chargeback) of the sale recorded under invoiceId. */
   trackRefund(options: TrackRefundOptions): Promise<SvcResult<RefundData>> {
     options ??= {} as TrackRefundOptions;
-    return send<RefundData>(this.#transport, 'trackRefund', '/api/v1/track/refund', {
+    return send<RefundData, RefundRequest>(this.#transport, 'trackRefund', '/api/v1/track/refund', {
       transaction_id: options.invoiceId,
       reason: options.reason,
       refund_reason: options.refundReason,

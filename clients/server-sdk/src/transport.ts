@@ -133,7 +133,7 @@ async function attemptOnce<Data>(t: Transport, path: string, body: string, attem
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Sends one call, repeating it while that is safe and useful and the budget allows. */
-export async function send<Data>(t: Transport, call: CallName, path: string, body: unknown): Promise<SvcResult<Data>> {
+export async function send<Data, Body>(t: Transport, call: CallName, path: string, body: Body): Promise<SvcResult<Data>> {
   let json: string;
   try {
     json = JSON.stringify(body);

@@ -1,6 +1,10 @@
 // The server SDK's public types: what it is constructed with, the options of each call (the
-// spec's "Server SDK (beta) call shapes", word for word), the data each call answers with, and
-// the result every call resolves to.
+// spec's "Server SDK (beta) call shapes", word for word), and the result every call resolves to.
+// What travels on the wire (the bodies sent, the `data` answered, the error envelopes) is in
+// wire.ts, generated from the service's schemas: never written here.
+import type { LeadRequest, PlatformError, RotationWarning, SaleData, TypedError } from './wire.js';
+
+export type { LeadData, RefundData, RotationWarning, SaleData } from './wire.js';
 
 /** How a call is retried. Every bound applies; the first one reached ends the call. */
 export interface RetryOptions {
@@ -45,11 +49,8 @@ export interface ServerSdkOptions {
   onRetry?: (notice: RetryNotice) => void;
 }
 
-/** `additional_data` of a lead. */
-export interface LeadAdditionalData {
-  test_mode?: boolean;
-  program_id?: number;
-}
+/** `additional_data` of a lead, sent as given. */
+export type LeadAdditionalData = NonNullable<LeadRequest['additional_data']>;
 
 export interface TrackLeadOptions {
   /** The brand's stable user id (`customer_key` in the REST API); the same at signup and at sale. */
@@ -83,41 +84,8 @@ export interface TrackRefundOptions {
   refundReason?: string;
 }
 
-/** `data` of a recorded lead. */
-export interface LeadData {
-  customer_id: number;
-  program_id: number;
-  click_id: string | null;
-  status: 'lead' | 'conversion';
-  signup_date: string | null;
-  provisional?: true;
-}
-
-/** `data` of a recorded sale. */
-export interface SaleData {
-  sale_id: string;
-  transaction_id: string;
-  program_id: number;
-  customer_id: number | null;
-  amount_cents: number;
-  currency: string;
-  occurred_at: string;
-  status: 'paid';
-  conversion: boolean;
-  test_mode: boolean;
-  commission: { commission_id: string; partner_id: number; amount_cents: number; currency: string } | null;
-}
-
-/** `data` of a recorded refund; a repeated refund answers the first one. */
-export interface RefundData {
-  refund_id: string;
-  sale_id: string;
-  transaction_id: string;
-  reason: 'refund' | 'chargeback';
-  sale_status: 'paid' | 'refunded' | 'chargeback';
-  commission_reversed: boolean;
-  created_at: string;
-}
+/** The `error` object of either envelope the service answers with. */
+type WireError = (PlatformError | TypedError)['error'];
 
 /**
  * The service's `error` object: clients read `code` first and fall back to `message`. When no
@@ -126,20 +94,11 @@ export interface RefundData {
  * without a `data` object (a proxy's page) gets `invalid_response`.
  */
 export interface ServiceError {
-  code?: string;
-  message: string;
+  code?: WireError['code'];
+  message: WireError['message'];
   /** Set on a 429 (`rate_limited`) and on a readiness 500. */
   retry_after_seconds?: number;
-  details?: Record<string, unknown>;
-}
-
-/** An entry of the top-level `warnings` array of a key marked for rotation. */
-export interface RotationWarning {
-  code: 'api_key_rotation_required';
-  message: string;
-  hint: string;
-  rotate_by: string;
-  docs_url: string;
+  details?: PlatformError['error']['details'];
 }
 
 interface ResultBase {

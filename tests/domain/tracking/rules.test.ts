@@ -4,10 +4,10 @@ import { canonicalOrigin } from '../../../domain/programs/origins.js';
 import { maskSecret } from '../../../domain/access/secrets.js';
 import { parseBearer } from '../../../ingest/http/auth.js';
 import { memoryRateLimitStore } from '../../../ingest/http/rate-limit.js';
-import { parseOccurredAt } from '../../../ingest/tracking/routes.js';
+import { parseOccurredAt } from '../../../ingest/tracking/schemas.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../../support/databases.js';
 
-// The commission rules run in the database, inside record_sale (schemas/postgres/0012_record_sale.sql).
+// The commission rules run in the database, inside record_sale (schemas/postgres/functions/record_sale.sql).
 describe.each(databaseKinds())('commission rules on %s', (kind) => {
   let t: TestDatabase;
   beforeAll(async () => {

@@ -66,6 +66,23 @@ describe('dashboard page assets', () => {
     }
   });
 
+  it('preloads exactly the modules the page script imports, each served beside it', async () => {
+    const preloaded = [...html.matchAll(/<link rel="modulepreload" href="\/dashboard\/assets\/[^/]+\/([^"]+)">/g)].map((m) => m[1]!);
+    const imported = new Set<string>();
+    const pending = ['dashboard.js'];
+    while (pending.length) {
+      const res = await app.inject({ url: `/dashboard/assets/${version}/${pending.pop()}` });
+      expect(res.statusCode).toBe(200);
+      for (const [, file] of res.body.matchAll(/^import [^;]+ from '\.\/([a-z-]+\.js)';$/gm)) {
+        if (!imported.has(file!)) pending.push(file!);
+        imported.add(file!);
+      }
+    }
+    expect(imported.size).toBeGreaterThan(1);
+    expect(new Set(preloaded)).toEqual(imported);
+    expect(preloaded).toHaveLength(imported.size);
+  });
+
   it('an asset asked for under another version is today’s file, revalidated; an unknown file is 404', async () => {
     const old = await app.inject({ url: '/dashboard/assets/0ld/dashboard.js' });
     expect(old.statusCode).toBe(200);

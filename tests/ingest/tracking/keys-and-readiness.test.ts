@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../../core/db.js';
 import { markKeyForRotation } from '../../../domain/programs/api-keys.js';
 import { hashSecret } from '../../../domain/access/secrets.js';
+import { ReadinessResponse, SaleResponse } from '../../../ingest/tracking/schemas.js';
 import { DOCS_BASE_URL, buildTestApp, createTestProgram, freshIp } from '../../support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../../support/databases.js';
 
@@ -96,9 +97,12 @@ describe.each(databaseKinds())('program keys, rotation and readiness on %s', (ki
         docs_url: `${DOCS_BASE_URL}/errors#api_key_rotation_required`,
       },
     ]);
+    // The contract describes the warnings too (clients' types come from it): parsing keeps every field.
+    expect(SaleResponse.parse(body)).toEqual(body);
     const ready = await readiness(p.apiKey);
     expect(ready.json().data.api_key).toEqual({ state: 'marked_for_rotation', rotate_by: deadline.toISOString() });
     expect(ready.json().warnings).toHaveLength(1);
+    expect(ReadinessResponse.parse(ready.json())).toEqual(ready.json());
   });
 
   it('after the deadline every call is 401 api_key_rotation_required with the headers and no warnings; regenerating clears it', async () => {

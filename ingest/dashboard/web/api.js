@@ -1,0 +1,36 @@
+/* global fetch */
+// The dashboard API, with the session token as a Bearer header (never a cookie).
+import { state } from './state.js';
+
+export class ApiFailure extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export async function api(path, signal, init = {}) {
+  const response = await fetch(path, {
+    method: init.method ?? 'GET',
+    headers: {
+      authorization: `Bearer ${state.token}`,
+      accept: 'application/json',
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    cache: 'no-store',
+    credentials: 'omit',
+    signal,
+  });
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    // not JSON: the status says enough
+  }
+  if (!response.ok) {
+    const message = body?.error?.message ?? body?.message ?? `The server answered ${response.status}`;
+    throw new ApiFailure(response.status, message);
+  }
+  return body;
+}

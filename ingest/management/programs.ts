@@ -1,0 +1,107 @@
+import type { FastifyRequest } from 'fastify';
+import { sql, type Database } from '../../core/db.js';
+import { issueProgramKey } from '../../domain/programs/api-keys.js';
+import { createProgram, getProgram, updateProgram } from '../../domain/programs/programs.js';
+import { workspacesOf } from '../../domain/access/workspaces.js';
+import type { Auth } from '../http/auth.js';
+import { badRequest } from '../http/errors.js';
+import { M } from '../http/messages.js';
+import { programIdParam, type ZodApp } from '../http/schemas.js';
+import { ApiKeyIssued, CreateProgramRequest, Program, ProgramListItem, UpdateProgramRequest, checkCommissionRate, data, managementErrors, programView } from './schemas.js';
+
+/** What a dashboard shows to pick a program: every program of every workspace the user belongs to. */
+const programsOfUser = sql(
+  'programs.list_for_user',
+  `SELECT p.id, p.workspace_id, p.name, p.domain FROM programs p JOIN members m ON m.workspace_id = p.workspace_id
+    WHERE m.user_id = $1 ORDER BY p.workspace_id, p.id`,
+);
+
+/** The management family's credential is a dashboard session, so its principal is a user. */
+const userOf = (request: FastifyRequest) => {
+  if (request.principal?.kind !== 'session') throw new Error('management routes run with a dashboard session');
+  return request.principal.userId;
+};
+
+const config = { surface: 'management' as const };
+
+/** Programs: create (its API key is created with it), list, change settings, (re)generate the key. */
+export function programRoutes(app: ZodApp, { db, auth }: { db: Database; auth: Auth }) {
+  // Who may do what, and the 401/403 of each refusal: the 'management' row of the requirement table.
+  const session = auth.require('management');
+
+  app.post(
+    '/programs',
+    {
+      config,
+      ...session,
+      schema: { summary: 'Create a program (its API key is created with it)', body: CreateProgramRequest, response: { 200: data(Program), ...managementErrors } },
+    },
+    async (request) => {
+      const b = request.body;
+      let workspaceId = b.workspace_id;
+      if (workspaceId === undefined) {
+        const memberships = await workspacesOf(db, userOf(request));
+        if (memberships.length !== 1) throw badRequest(M.management.workspaceRequired);
+        workspaceId = memberships[0]!.workspaceId;
+      }
+      await auth.checkWorkspace(request, 'management', 'program:write', workspaceId);
+      checkCommissionRate(b.commission_type, b.commission_rate);
+      const program = await createProgram(db, workspaceId, {
+        name: b.name,
+        domain: b.domain,
+        commission_type: b.commission_type,
+        commission_rate: b.commission_rate,
+        attribution_window_days: b.attribution_window_days ?? 60,
+        lead_auth: b.lead_auth ?? 'server_required',
+        paymentTrackingMode: b.paymentTrackingMode ?? 'processor_connect',
+        allowed_origins: b.allowed_origins ?? [],
+      });
+      return { data: programView(program) };
+    },
+  );
+
+  app.get(
+    '/programs',
+    {
+      config,
+      ...session,
+      schema: { summary: "List the programs of the session's workspaces", response: { 200: data(ProgramListItem.array()), ...managementErrors } },
+    },
+    // The list is the user's memberships: it needs no check beyond the session.
+    async (request) => ({
+      data: await db.many<ProgramListItem>(programsOfUser, [userOf(request)]),
+    }),
+  );
+
+  app.patch(
+    '/programs/:programId',
+    {
+      config,
+      ...auth.require('management', 'program:write'),
+      schema: { summary: 'Change program settings', params: programIdParam, body: UpdateProgramRequest, response: { 200: data(Program), ...managementErrors } },
+    },
+    async (request) => {
+      const { programId } = request.params;
+      const current = (await getProgram(db, programId))!;
+      checkCommissionRate(request.body.commission_type ?? current.commission_type, request.body.commission_rate ?? current.commission_rate);
+      return { data: programView(await updateProgram(db, programId, request.body)) };
+    },
+  );
+
+  app.post(
+    '/programs/:programId/api-key',
+    {
+      config,
+      ...auth.require('management', 'api_key:manage'),
+      schema: {
+        summary: 'Generate or regenerate the program API key (owners only; the full key is shown once)',
+        params: programIdParam,
+        response: { 200: data(ApiKeyIssued), ...managementErrors },
+      },
+    },
+    async (request) => {
+      const { apiKey, masked } = await issueProgramKey(db, request.params.programId);
+      return { data: { program_id: request.params.programId, api_key: apiKey, api_token_masked: masked } };
+    },
+  );
+}

@@ -1,0 +1,34 @@
+-- Group commit for the tracking routes (domain/batched-statement.ts): the items of one batch,
+-- all of one kind, in one statement and one commit. Each runs in its own subtransaction, so a
+-- refused or failed item undoes only its own writes; the answer has one element per item, in
+-- order: the function's result as {"ok": ...}, {"refused": reason, "hint": ...}, or
+-- {"failed": sqlstate, "message": ...}. A batch stays at 30 items or fewer: an item can take two
+-- subtransaction ids (a sale's commission has its own), and past 64 in one transaction every
+-- other session's snapshots overflow to pg_subtrans.
+CREATE OR REPLACE FUNCTION record_batch(kind text, items jsonb, fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  item jsonb;
+  results jsonb[] := '{}';
+  message text;
+  detail text;
+  hint text;
+BEGIN
+  FOR item IN SELECT value FROM jsonb_array_elements(items) LOOP
+    BEGIN
+      results := results || jsonb_build_object('ok', CASE kind
+        WHEN 'sale' THEN record_sale(item, fee_bps)
+        WHEN 'lead' THEN record_lead(item)
+        WHEN 'refund' THEN record_refund(item)
+      END);
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS message = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+      IF SQLSTATE = 'P0001' AND message = 'refused' THEN
+        results := results || jsonb_build_object('refused', detail, 'hint', NULLIF(hint, ''));
+      ELSE
+        results := results || jsonb_build_object('failed', SQLSTATE, 'message', message);
+      END IF;
+    END;
+  END LOOP;
+  RETURN to_jsonb(results);
+END
+$$;
