@@ -26,6 +26,8 @@
 #   CHDB_LIB                      the libchdb.so to run (default: the one under node_modules/@chdb/)
 #   CC                            the C compiler (default cc)
 set -euo pipefail
+# shellcheck source=lib/stop-process.sh
+. "$(dirname "$0")/lib/stop-process.sh"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 HOST=127.0.0.1
@@ -178,18 +180,7 @@ stop() {
     say "not running"
     return
   fi
-  say "stopping pid $pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 30); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "still alive after 30s, sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 10); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-  fi
-  kill -0 "$pid" 2>/dev/null && die "pid $pid did not exit"
+  stop_process "$pid" 30
   rm -f "$PID_FILE"
   say "stopped"
 }

@@ -21,6 +21,8 @@
 #   KAFKA_START_TIMEOUT  seconds to wait for the broker to answer (default 120)
 #   MVN                  the Maven command (default mvn)
 set -euo pipefail
+# shellcheck source=lib/stop-process.sh
+. "$(dirname "$0")/lib/stop-process.sh"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 KAFKA_VERSION="${KAFKA_VERSION:-4.3.1}"
@@ -355,18 +357,7 @@ stop() {
     say "not running"
     return
   fi
-  say "stopping pid $pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 60); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "still alive after 60s, sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 10); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-  fi
-  kill -0 "$pid" 2>/dev/null && die "pid $pid did not exit"
+  stop_process "$pid" 60
   rm -f "$PID_FILE"
   say "stopped"
 }
