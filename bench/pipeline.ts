@@ -5,12 +5,14 @@
  *
  * Needs a real PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres) and
  * a real Kafka (KAFKA_BROKERS, default 127.0.0.1:9092; scripts/kafka-broker.sh start). The
- * warehouse is chDB in temporary directories. Every process is the production one: the relay is
+ * warehouse is chDB in temporary directories, and a database per run on a ClickHouse server over
+ * HTTP (BENCH_CLICKHOUSE_URL, or scripts/clickhouse-server.sh's server started here on a free port;
+ * BENCH_WAREHOUSES=chdb,http picks). Every process is the production one: the relay is
  * `main.ts relay`, the loader `main.ts loader`, the service `main.ts ingest`, each a child process
  * whose CPU time is read from /proc. chDB binds one directory per process, so a run's warehouse is
- * read after its loader stopped, by bench/pipeline/warehouse-reader.ts in a child of its own; timings come
- * from the warehouse's `loaded_at` (insert time) and the outbox's `relayed_at` (start of the
- * relay's transaction), not from polling.
+ * read after its loader stopped, by bench/pipeline/warehouse-reader.ts in a child of its own (a
+ * server's database is read from this process); timings come from the warehouse's `loaded_at`
+ * (insert time) and the outbox's `relayed_at` (start of the relay's transaction), not from polling.
  *
  * 1. Throughput. A throw-away database ats_bench_<hex> gets real traffic over HTTP (buildApp +
  *    inject: clicks, leads, sales, refunds, so every event type), then its outbox is multiplied in
@@ -18,19 +20,22 @@
  *    - baseline: the same Avro messages produced (the relay's batch size, kafkajs event log) and
  *      consumed (kafkajs group, commit per batch) with nothing else: the broker's ceiling here;
  *    - relay alone, per client: outbox to Kafka, rate = rows marked per second;
- *    - loader alone (its consumer is kafkajs whatever KAFKA_CLIENT says): from full topics;
- *    - relay and loader together, per client: outbox to rows visible, end to end.
+ *    - loader alone (its consumer is kafkajs whatever KAFKA_CLIENT says): from full topics, per warehouse;
+ *    - relay and loader together, per client into chDB and with the first client into the server:
+ *      outbox to rows visible, end to end.
  *    The relay starts gated: the benchmark holds the relay's advisory lock until every process
  *    is up, so start-up costs are outside the figures.
  * 2. Breakdown: the relay and the loader once more, in this process, each step timed
  *    (bench/pipeline/breakdown.ts): Postgres vs encode vs publish, decode vs map vs chDB insert.
- * 3. Freshness, per client: ingest, relay and loader processes at their default settings; clicks
- *    over HTTP paced at BENCH_RATE per second for BENCH_SECONDS; for each acknowledged click, the
- *    time from its 200 to its row's loaded_at in the warehouse.
+ * 3. Freshness, per client into chDB and with the first client into the server: ingest, relay and
+ *    loader processes at their default settings; clicks over HTTP paced at BENCH_RATE per second
+ *    for BENCH_SECONDS; for each acknowledged click, the time from its 200 to its row's loaded_at
+ *    in the warehouse.
  *
  * Knobs (all optional): BENCH_EVENTS (default 200000), BENCH_RATE (default 1000), BENCH_SECONDS
  * (default 20), BENCH_CLIENTS (default kafkajs,platformatic), BENCH_PHASES (default
- * throughput,breakdown,freshness), BENCH_CPU_PROF (a directory: relay and loader write CPU profiles there).
+ * throughput,breakdown,freshness), BENCH_WAREHOUSES (default chdb,http), BENCH_CLICKHOUSE_URL (a
+ * server of your own, default user), BENCH_CPU_PROF (a directory: relay and loader write CPU profiles there).
  * RELAY_BATCH_SIZE, RELAY_POLL_MS, LOADER_FLUSH_MS, LOADER_MIN_BATCH_BYTES are passed to the
  * children when set (else the service's defaults apply).
  *
@@ -45,6 +50,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../core/db.js';
 import { createLogger } from '../core/log.js';
 import { migrate } from '../core/migrate.js';
+import { benchClickHouse } from './clickhouse-server.js';
 import { fmtFinite as fmt, loadText, log } from './output.js';
 import { runBreakdown } from './pipeline/breakdown.js';
 import { runFreshness, type FreshnessRun } from './pipeline/freshness.js';
@@ -65,6 +71,10 @@ const logger = createLogger('error');
 async function prepare(run: PipelineRun): Promise<Bench> {
   const tmpDir = await mkdtemp(join(tmpdir(), 'ats-bench-pipeline-'));
   run.tmpDir = tmpDir;
+  if (settings.warehouses.includes('http')) {
+    run.clickhouse = await withTimeout(benchClickHouse(join(tmpDir, 'clickhouse')), 120_000, 'starting the ClickHouse server');
+    log(`warehouses: chDB, and ${run.clickhouse.label} at ${run.clickhouse.url}`);
+  }
   const admin = await withTimeout(BrokerAdmin.connect(settings.brokers), 30_000, `connecting to Kafka at ${settings.brokers.join(',')} (scripts/kafka-broker.sh start)`);
   run.admin = admin;
   const dbName = `ats_bench_${run.id}`;

@@ -55,16 +55,22 @@ log_tail() {
   fi
 }
 
-# The pid in the pid file when that process is alive and is our launcher on our port (guards against pid reuse).
+# The pid in the pid file when that process is alive and is this data directory's launcher (guards
+# against pid reuse), whatever port it was started on: a stop with another CLICKHOUSE_HTTP_PORT
+# still finds it instead of forgetting it.
 server_pid() {
   [ -f "$PID_FILE" ] || return 1
   local pid
   pid="$(cat "$PID_FILE" 2>/dev/null || true)"
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF -- "--http_port=$PORT" || return 1
   tr '\0' '\n' <"/proc/$pid/cmdline" | head -n1 | grep -qxF -- "$LAUNCHER" || return 1
   echo "$pid"
+}
+
+# The HTTP port a running server of ours was started with.
+server_port() {
+  tr '\0' '\n' <"/proc/$1/cmdline" | sed -n 's/^--http_port=//p' | head -n1
 }
 
 port_open() {
@@ -139,6 +145,9 @@ EOF
 start() {
   local pid
   if pid="$(server_pid)"; then
+    local running_port
+    running_port="$(server_port "$pid")"
+    [ "$running_port" = "$PORT" ] || die "already running (pid $pid) from $STATE on port $running_port, not $PORT: stop it first"
     say "already running (pid $pid) on $HOST:$PORT"
     return
   fi
@@ -188,7 +197,7 @@ stop() {
 status() {
   local pid
   if pid="$(server_pid)"; then
-    say "running (pid $pid) on http://$HOST:$PORT, data $DATA, log $LOG_FILE"
+    say "running (pid $pid) on http://$HOST:$(server_port "$pid"), data $DATA, log $LOG_FILE"
     return 0
   fi
   say "not running"

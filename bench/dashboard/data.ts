@@ -54,6 +54,12 @@ const gen = {
      SELECT g, $1::bigint, 'approved', ts, ts
        FROM generate_series(1, $2::int) g, LATERAL (SELECT $3::timestamptz + (${H(1)} % $4::bigint) * interval '1 second' AS ts) t`,
   ),
+  // One referral link per partner-program record (the console's partner list shows them).
+  links: sql(
+    'bench.dashboard.links',
+    `INSERT INTO referral_links (aff_code, program_id, partner_id, partner_program_id)
+     SELECT 'bench-' || pp.id, pp.program_id, pp.partner_id, pp.id FROM partner_programs pp`,
+  ),
   clicks: sql(
     'bench.dashboard.clicks',
     `INSERT INTO clicks (click_id, program_id, partner_id, partner_program_id, referral_link_id, affiliate_url, test, created_at)
@@ -88,10 +94,10 @@ const gen = {
   // One commission per real sale, written a minute after it; reversed when the sale was.
   commissions: sql(
     'bench.dashboard.commissions',
-    `INSERT INTO commissions (sale_id, program_id, partner_id, commission_type, commission_rate, amount_cents, currency, status, created_at, reversed_at)
+    `INSERT INTO commissions (sale_id, program_id, partner_id, commission_type, commission_rate, amount_cents, currency, status, created_at, available_at, reversed_at)
      SELECT id, program_id, partner_id, 'percent', 10, amount_cents / 10, currency,
             CASE WHEN status = 'paid' THEN 'pending' ELSE 'reversed' END,
-            occurred_at + interval '1 minute', CASE WHEN status = 'paid' THEN NULL ELSE updated_at END
+            occurred_at + interval '1 minute', occurred_at + interval '1 minute', CASE WHEN status = 'paid' THEN NULL ELSE updated_at END
        FROM sale_events WHERE program_id = $1::bigint AND NOT test`,
   ),
   program: sql(
@@ -194,6 +200,7 @@ async function generate(db: Database, workspaceId: number, { events, otherProgra
       for (const p of programs) await db.many(statement[kind], [p.id, p.volume[kind], START, SPAN_SECONDS, ...(kind === 'partnerPrograms' ? [] : [partners])]);
     });
   }
+  await timed('postgres referral links', () => db.many(gen.links));
   await timed('postgres commissions', async () => {
     for (const p of programs) await db.many(gen.commissions, [p.id]);
   });
@@ -201,13 +208,19 @@ async function generate(db: Database, workspaceId: number, { events, otherProgra
   return programs[0]!.id;
 }
 
+/** Fills Postgres with the data set; returns the main program's id. */
+export async function generateData(db: Database, workspaceId: number, settings: DataSettings): Promise<number> {
+  console.log('loading Postgres:');
+  return generate(db, workspaceId, settings);
+}
+
 /**
- * Fills Postgres (database `dbName` at `url`), then the warehouse (migrated to version 2) from it,
- * then migrates the warehouse on; returns the main program's id.
+ * Copies the Postgres rows (database `dbName` at `url`) into a warehouse migrated to version 2,
+ * then migrates it on (the rollup's backfill). The warehouse reads Postgres itself (postgresql()),
+ * chDB in this process or the server in its own.
  */
-export async function loadData(db: Database, warehouse: Warehouse, target: { url: string; dbName: string; workspaceId: number }, settings: DataSettings): Promise<number> {
-  console.log('loading:');
-  const programId = await generate(db, target.workspaceId, settings);
+export async function copyIntoWarehouse(db: Database, warehouse: Warehouse, target: { url: string; dbName: string }): Promise<void> {
+  console.log(`loading the warehouse (${warehouse.kind === 'chdb' ? 'chDB' : 'ClickHouse over HTTP'}):`);
   const url = new URL(target.url);
   const connection = {
     address: `${url.hostname}:${url.port || '5432'}`,
@@ -223,5 +236,4 @@ export async function loadData(db: Database, warehouse: Warehouse, target: { url
   const [chCounts] = await warehouse.query<Record<string, number>>(warehouseCounts);
   console.log(`  postgres rows:  ${JSON.stringify(pgCounts)}`);
   console.log(`  warehouse rows: ${JSON.stringify(chCounts)} (entities after FINAL)`);
-  return programId;
 }

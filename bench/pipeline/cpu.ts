@@ -47,10 +47,11 @@ async function postgresCpuMs(db: Database): Promise<Map<number, number>> {
   return cpu;
 }
 
-/** CPU snapshot of the processes a run involves; cpuUse gives the deltas. */
-export async function cpuSnapshot(db: Database, children: Record<string, Child | undefined>) {
+/** CPU snapshot of the processes a run involves (children, and others by pid); cpuUse gives the deltas. */
+export async function cpuSnapshot(db: Database, children: Record<string, Child | undefined>, others: Record<string, number | undefined> = {}) {
   const ms: Record<string, number | undefined> = {};
   for (const [name, child] of Object.entries(children)) ms[name] = processCpuMs(child?.proc.pid);
+  for (const [name, pid] of Object.entries(others)) ms[name] = processCpuMs(pid);
   ms.broker = processCpuMs(brokerPid());
   return { at: performance.now(), ms, postgres: await postgresCpuMs(db), machine: machineTicks() };
 }

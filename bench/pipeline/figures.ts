@@ -3,7 +3,7 @@
  * of the relay's transaction) and the warehouse's `loaded_at` (insert time), not from polling.
  */
 import { sql, type Database } from '../../core/db.js';
-import type { TableSummary } from './warehouse-reader.js';
+import type { TableSummary } from './warehouse-figures.js';
 
 const relayed = sql(
   'bench.pipeline_relayed',

@@ -1,10 +1,9 @@
 /**
- * Freshness, per client: ingest, relay and loader processes at their default settings; clicks over
+ * Freshness, per client and warehouse: ingest, relay and loader processes at their default settings; clicks over
  * HTTP paced at BENCH_RATE per second for BENCH_SECONDS; for each acknowledged click, the time from
  * its 200 to its row's loaded_at in the warehouse.
  */
 import { Agent, request } from 'node:http';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAvroCodec } from '../../processors/avro/codec.js';
 import { topicsOf } from '../../processors/event-log/topics.js';
@@ -14,11 +13,13 @@ import type { Child } from '../processes.js';
 import { cpuLine, cpuSnapshot, cpuUse, type CpuUse } from './cpu.js';
 import { drain, loaderJoined, markAllRelayed } from './drain.js';
 import type { Bench } from './lifecycle.js';
-import { HOST, readWarehouse, startIngest, startRelay, startService, stopService } from './services.js';
+import { HOST, startIngest, startRelay, startService, stopService } from './services.js';
 import type { Client } from './settings.js';
+import { runWarehouse, warehouseLabel, type WarehouseKind } from './warehouses.js';
 
 export interface FreshnessRun {
   client: Client;
+  warehouse: WarehouseKind;
   sent: number;
   acked: number;
   failed: number;
@@ -94,23 +95,23 @@ async function pacedClicks(port: number, affCode: string, rate: number, seconds:
   return { acked, sent, failed, sentPerS: sent / sendSeconds, httpP99Ms: percentile(latencies, 99) };
 }
 
-async function freshness(bench: Bench, client: Client, ingest: { ingest: Child; port: number }, affCode: string, ips: ClientIps): Promise<FreshnessRun> {
+async function freshness(bench: Bench, client: Client, kind: WarehouseKind, ingest: { ingest: Child; port: number }, affCode: string, ips: ClientIps): Promise<FreshnessRun> {
   const { db, run, settings } = bench;
-  const prefix = `${run.prefix}fresh_${client}.`;
-  const groupId = `${run.prefix}fresh_${client}`;
+  const prefix = `${run.prefix}fresh_${client}_${kind}.`;
+  const groupId = `${run.prefix}fresh_${client}_${kind}`;
   run.groups.push(groupId);
-  const dir = join(run.tmpDir, `fresh-${client}`);
+  const warehouse = await runWarehouse(bench, kind, `fresh_${client}_${kind}`);
   const topics = topicsOf(createAvroCodec(), prefix).events;
-  const loader = await startService(bench, 'loader', `loader (freshness, ${client})`, { KAFKA_TOPIC_PREFIX: prefix, LOADER_GROUP_ID: groupId, DATA_DIR: dir });
+  const loader = await startService(bench, 'loader', `loader (freshness, ${client}, ${warehouseLabel(kind)})`, { KAFKA_TOPIC_PREFIX: prefix, LOADER_GROUP_ID: groupId, ...warehouse.env });
   const relay = await startRelay(bench, `relay (freshness, ${client})`, { KAFKA_CLIENT: client, KAFKA_TOPIC_PREFIX: prefix });
   await loaderJoined(bench, groupId);
-  const before = await cpuSnapshot(db, { ingest: ingest.ingest, relay: relay.child, loader: loader.child });
+  const before = await cpuSnapshot(db, { ingest: ingest.ingest, relay: relay.child, loader: loader.child }, warehouse.cpuPids());
   const clicks = await pacedClicks(ingest.port, affCode, settings.rate, settings.seconds, ips);
-  const after = await cpuSnapshot(db, { ingest: ingest.ingest, relay: relay.child, loader: loader.child });
+  const after = await cpuSnapshot(db, { ingest: ingest.ingest, relay: relay.child, loader: loader.child }, warehouse.cpuPids());
   await drain(bench, { relay, loader, groupId, topics });
   await stopService(run, relay);
   await stopService(run, loader);
-  const loaded = new Map(await readWarehouse<Array<[string, number]>>(bench, join(dir, 'ch'), 'clicks'));
+  const loaded = new Map(await warehouse.clicks());
   const delays: number[] = [];
   for (const [id, ackedAt] of clicks.acked) {
     const at = loaded.get(id);
@@ -119,6 +120,7 @@ async function freshness(bench: Bench, client: Client, ingest: { ingest: Child; 
   delays.sort((a, b) => a - b);
   return {
     client,
+    warehouse: kind,
     sent: clicks.sent,
     acked: clicks.acked.size,
     failed: clicks.failed,
@@ -130,22 +132,23 @@ async function freshness(bench: Bench, client: Client, ingest: { ingest: Child; 
   };
 }
 
-/** One freshness run per client against one ingest process. */
+/** One freshness run per client into chDB, and with the first client into the server, against one ingest process. */
 export async function runFreshness(bench: Bench, affCode: string): Promise<FreshnessRun[]> {
   const { settings } = bench;
   await markAllRelayed(bench.db);
   const ingest = await startIngest(bench);
   const ips = clientIps();
   const runs: FreshnessRun[] = [];
-  for (const client of settings.clients) {
-    log(`\nfreshness, ${client}: clicks at ${fmt(settings.rate)}/s for ${settings.seconds} s`);
-    const run = await freshness(bench, client, ingest, affCode, ips);
+  const pairs = settings.warehouses.flatMap((kind) => (kind === 'chdb' ? settings.clients : settings.clients.slice(0, 1)).map((client) => [client, kind] as const));
+  for (const [client, kind] of pairs) {
+    log(`\nfreshness, ${client}, into ${warehouseLabel(kind)}: clicks at ${fmt(settings.rate)}/s for ${settings.seconds} s`);
+    const run = await freshness(bench, client, kind, ingest, affCode, ips);
     runs.push(run);
     const f = run.freshnessMs;
     log(`  sent ${fmt(run.sent)} (${fmt(run.sentPerS)}/s), acknowledged ${fmt(run.acked)}, failed ${fmt(run.failed)}, HTTP p99 ${fmt(run.httpP99Ms, 1)} ms`);
     log(`  found ${fmt(run.found)} of ${fmt(run.acked)} acknowledged clicks in the warehouse`);
     log(`  200 -> row inserted: p50 ${fmt(f.p50)} ms, p95 ${fmt(f.p95)} ms, p99 ${fmt(f.p99)} ms, max ${fmt(f.max)} ms (min ${fmt(f.min)} ms)`);
-    log(`  ${cpuLine(run.cpu, run.acked, ['ingest', 'relay', 'loader', 'postgres', 'broker'])}`);
+    log(`  ${cpuLine(run.cpu, run.acked, ['ingest', 'relay', 'loader', 'clickhouse', 'postgres', 'broker'])}`);
   }
   return runs;
 }

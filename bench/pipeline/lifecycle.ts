@@ -9,6 +9,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../../core/config.js';
 import type { Database } from '../../core/db.js';
+import type { BenchClickHouse } from '../clickhouse-server.js';
 import { log } from '../output.js';
 import { stopChild, type Child } from '../processes.js';
 import { dropBenchDatabase, withTimeout } from '../setup.js';
@@ -29,6 +30,8 @@ export interface PipelineRun {
   admin: BrokerAdmin | undefined;
   groups: string[];
   tmpDir: string | undefined;
+  /** The ClickHouse server the HTTP runs load into (one started here is stopped at the end). */
+  clickhouse: BenchClickHouse | undefined;
 }
 
 /** What the steps of a run share once the database and the broker are up. */
@@ -66,6 +69,8 @@ function cleanupOf(run: PipelineRun, adminUrl: string): () => Promise<void> {
           log(`could not drop database ${run.dbName}: ${String(error)}`);
         }
       }
+      // Its data is in the temporary directory: stopped first.
+      if (run.clickhouse) await withTimeout(run.clickhouse.stop(), 60_000, 'stopping the ClickHouse server').catch(() => undefined);
       if (run.tmpDir) await rm(run.tmpDir, { recursive: true, force: true }).catch(() => undefined);
     })();
     return cleaning;
@@ -85,6 +90,7 @@ export function runBenchmark(adminUrl: string, main: (run: PipelineRun) => Promi
     admin: undefined,
     groups: [],
     tmpDir: undefined,
+    clickhouse: undefined,
   };
   const cleanup = cleanupOf(run, adminUrl);
   const onSignal = (signal: NodeJS.Signals) => {

@@ -1,6 +1,7 @@
 /** The pipeline benchmark's knobs (see bench/pipeline.ts) and the service settings its children run with. */
 import { loadConfig, type Config, type KafkaConfig } from '../../core/config.js';
 import { DEFAULT_ADMIN_URL, intSetting } from '../setup.js';
+import { WAREHOUSE_KINDS, type WarehouseKind } from './warehouses.js';
 
 export type Client = KafkaConfig['client'];
 const CLIENTS = ['kafkajs', 'platformatic'] as const;
@@ -22,6 +23,8 @@ export interface PipelineSettings {
   seconds: number;
   clients: Client[];
   phases: (typeof PHASES)[number][];
+  /** chDB, and the ClickHouse server over HTTP: the loader's runs are made on each. */
+  warehouses: WarehouseKind[];
   cpuProfDir: string | undefined;
 }
 
@@ -34,6 +37,7 @@ export function readSettings(): PipelineSettings {
     seconds: intSetting('BENCH_SECONDS', 20, 1, 600),
     clients: listSetting<Client>('BENCH_CLIENTS', [...CLIENTS], CLIENTS),
     phases: listSetting('BENCH_PHASES', [...PHASES], PHASES),
+    warehouses: listSetting<WarehouseKind>('BENCH_WAREHOUSES', [...WAREHOUSE_KINDS], WAREHOUSE_KINDS),
     cpuProfDir: process.env.BENCH_CPU_PROF || undefined,
   };
 }

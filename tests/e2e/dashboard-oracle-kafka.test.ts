@@ -1,12 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from '../../core/db.js';
 import { createLogger } from '../../core/log.js';
-import { migrateWarehouse } from '../../core/warehouse-migrate.js';
-import { openWarehouse, type Warehouse } from '../../core/warehouse.js';
 import { createAvroCodec } from '../../processors/avro/codec.js';
 import { createKafkaEventLog } from '../../processors/event-log/kafka.js';
 import { createRelay } from '../../processors/relay.js';
@@ -16,41 +10,39 @@ import { buildTestApp } from '../support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases.js';
 import { dropTestTopics, kafkaBrokers, testKafkaConfig, waitForGroupCaughtUp } from '../support/kafka.js';
 import { relayEverything, runPerformanceOracle, type Deliver } from '../support/oracle.js';
+import { createTestWarehouse, warehouseKinds, type TestWarehouse } from '../support/warehouses.js';
 
 /*
  * The performance oracle of tests/e2e/dashboard-oracle.test.ts, delivered through the distributed path:
- * relay -> real Kafka (Avro) -> the loaders' consumer group -> warehouse. Replay a failure with
- * ORACLE_SEED=<seed in the test name>.
+ * relay -> real Kafka (Avro) -> the loaders' consumer group -> warehouse (chDB, and the ClickHouse
+ * server over HTTP when CLICKHOUSE_TEST_URL is set). Replay a failure with ORACLE_SEED=<seed in the test name>.
  */
 const BROKERS = kafkaBrokers();
 const SEED = process.env.ORACLE_SEED ? Number(process.env.ORACLE_SEED) : Math.floor(Math.random() * 2 ** 31);
 const kind = databaseKinds().at(-1)!;
 const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
 
-describe.skipIf(BROKERS.length === 0)(`performance oracle on ${kind}, through real Kafka`, () => {
+describe.skipIf(BROKERS.length === 0).each(warehouseKinds())(`performance oracle on ${kind} and the %s warehouse, through real Kafka`, (warehouseKind) => {
   const codec = createAvroCodec();
   const kafka = testKafkaConfig(BROKERS);
   const topics = topicsOf(codec, kafka.topicPrefix);
-  let dir: string;
-  let warehouse: Warehouse;
+  let wh: TestWarehouse;
   let t: TestDatabase;
   let app: FastifyInstance;
   let loader: RunningService;
   let now: number | undefined;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'ats-oracle-kafka-'));
-    warehouse = await openWarehouse({ kind: 'chdb', path: join(dir, 'ch') });
-    await migrateWarehouse(warehouse);
+    wh = await createTestWarehouse(warehouseKind);
     // Duplicates stay as rows, as on a real server between merges: only FINAL keeps them from counting twice.
-    await warehouse.command(sql('t.oracle_kafka_stop_merges', 'SYSTEM STOP MERGES'));
+    await wh.stopMerges();
     t = await createTestDatabase(kind);
-    app = await buildTestApp(t.db, undefined, () => now ?? Date.now(), warehouse);
+    app = await buildTestApp(t.db, undefined, () => now ?? Date.now(), wh.warehouse);
     await createTopics(kafka, codec, logger);
     loader = await startLoaderService({
       kafka,
       loader: { groupId: kafka.groupId, flushIntervalMs: 50, minBatchBytes: 1 },
-      warehouse,
+      warehouse: wh.warehouse,
       codec,
       logger,
     });
@@ -59,9 +51,8 @@ describe.skipIf(BROKERS.length === 0)(`performance oracle on ${kind}, through re
     await loader?.stop();
     await app?.close();
     await t?.drop();
-    await warehouse?.close();
+    await wh?.drop();
     await dropTestTopics(kafka);
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it(`the warehouse's answers equal the Postgres reference (seed ${SEED})`, { timeout: 300_000 }, async () => {
