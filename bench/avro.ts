@@ -25,6 +25,12 @@ const envelope = (type: EventType, n: number, test = false) => ({
 const commission = { commission_id: uuid(101), sale_id: uuid(100), program_id: 1042, partner_id: 77, amount_cents: 1_235, currency: 'EUR', created_at: at };
 const fee = { platform_fee_id: uuid(102), commission_id: uuid(101), sale_id: uuid(100), program_id: 1042, amount_cents: 247, currency: 'EUR', created_at: at };
 
+const payout = (status: string) => ({
+  payout_id: uuid(105), program_id: 1042, partner_id: 77, currency: 'EUR', amount_minor: 12_350, status, cutoff: at,
+  commission_ids: Array.from({ length: 10 }, (_, i) => uuid(300 + i)), clawback_entry_ids: [90_002], manual_entry_ids: [],
+  reference: null, created_at: at, paid_at: null, canceled_at: null,
+});
+
 const samples: Record<EventType, EncodableRow> = {
   'click.recorded': {
     ...envelope('click.recorded', 1),
@@ -72,6 +78,23 @@ const samples: Record<EventType, EncodableRow> = {
   },
   'commission.adjusted': { ...envelope('commission.adjusted', 12), payload: { ...commission, status: 'pending', reversed_cents: 235 } },
   'platform_fee.adjusted': { ...envelope('platform_fee.adjusted', 13), payload: { ...fee, reversed_cents: 47 } },
+  'ledger_entry.recorded': {
+    ...envelope('ledger_entry.recorded', 14),
+    payload: {
+      entry_id: 90_001, program_id: 1042, partner_id: 77, kind: 'commission', amount_minor: 1_235, currency: 'EUR', commission_id: uuid(101),
+      sale_id: uuid(100), payout_id: null, cause: `sale:${uuid(100)}`, rule_version: null, reason: null, created_at: at, available_at: at,
+    },
+  },
+  'commission.approved': {
+    ...envelope('commission.approved', 15),
+    payload: {
+      commission_id: uuid(101), sale_id: uuid(100), program_id: 1042, partner_id: 77, amount_cents: 1_235, currency: 'EUR', approved_at: at,
+      by: 'hold_end', reason: null,
+    },
+  },
+  'payout.created': { ...envelope('payout.created', 16), payload: payout('pending') },
+  'payout.paid': { ...envelope('payout.paid', 17), payload: { ...payout('paid'), reference: 'PP-2025-03-0001', paid_at: at } },
+  'payout.canceled': { ...envelope('payout.canceled', 18), payload: { ...payout('canceled'), canceled_at: at } },
 };
 
 let sink = 0;

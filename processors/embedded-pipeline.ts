@@ -9,6 +9,8 @@ import { createLoadingLog } from './loader/loading-log.js';
 import { createRelay, type RelayResult } from './relay.js';
 import type { RunningService } from './services.js';
 import { DEAD_LETTER_TOPIC } from './event-log/topics.js';
+import type { EventLog } from './event-log/event-log.js';
+import { fanOutLog } from './webhooks/dispatcher.js';
 
 export { DEAD_LETTER_TOPIC };
 
@@ -24,6 +26,11 @@ export function startEmbeddedPipeline(deps: {
   logger: Logger;
   pollIntervalMs?: number;
   metrics?: PipelineMetrics;
+  /**
+   * The webhook dispatcher's log (processors/webhooks/): a batch is marked once its deliveries are
+   * written too. Writing them is one statement; sending is the delivery worker's, never the relay's.
+   */
+  webhooks?: EventLog;
   onResult?(result: RelayResult): void;
 }): RunningService {
   const loader = createLoader({ warehouse: deps.warehouse, decode: deps.codec.decode });
@@ -33,9 +40,10 @@ export function startEmbeddedPipeline(deps: {
     reportDeadLetter: (topic, reason, value) =>
       deps.logger.error({ topic, reason, value: value.toString('base64') }, 'event dead-lettered'),
   });
-  const log = deps.metrics
+  const loading = deps.metrics
     ? deps.metrics.instrumentEventLog(loadingLog, { deadLetterTopic: DEAD_LETTER_TOPIC, topicOf: (t) => deps.codec.route(t as EventType).topic })
     : loadingLog;
+  const log = deps.webhooks ? fanOutLog([loading, deps.webhooks]) : loading;
   const relay = createRelay({ db: deps.db, log, encode: deps.codec.message, deadLetterTopic: DEAD_LETTER_TOPIC });
   const loop = relay.start({
     intervalMs: deps.pollIntervalMs,

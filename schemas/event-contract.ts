@@ -28,6 +28,11 @@ export const EVENT_TYPES = [
   'sale.partially_refunded',
   'commission.adjusted',
   'platform_fee.adjusted',
+  'ledger_entry.recorded',
+  'commission.approved',
+  'payout.created',
+  'payout.paid',
+  'payout.canceled',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -107,6 +112,9 @@ export interface SalePartiallyRefundedPayload {
   refunded_at: Date;
 }
 
+/** A commission's lifecycle (partner-program.md, "Commission lifecycle"). */
+export type CommissionStatus = 'pending' | 'held' | 'approved' | 'processing' | 'paid' | 'reversed';
+
 export interface CommissionPayload {
   commission_id: string;
   sale_id: string;
@@ -114,7 +122,7 @@ export interface CommissionPayload {
   partner_id: number;
   amount_cents: number;
   currency: string;
-  status: 'pending' | 'reversed';
+  status: CommissionStatus;
   created_at: Date;
 }
 
@@ -137,6 +145,60 @@ export interface CommissionAdjustedPayload extends CommissionPayload {
 }
 export interface PlatformFeeAdjustedPayload extends PlatformFeePayload {
   reversed_cents: number;
+}
+
+/** The ledger's kinds of entry (partner-program.md, "Ledger"). */
+export type LedgerKind = 'commission' | 'adjustment' | 'reversal' | 'clawback' | 'payout' | 'manual';
+
+/** One entry of a partner's append-only ledger (issue 34): every money movement is one. */
+export interface LedgerEntryRecordedPayload {
+  entry_id: number;
+  program_id: number;
+  partner_id: number;
+  kind: LedgerKind;
+  /** Signed minor units: commission adds, manual either way, the rest take off. */
+  amount_minor: number;
+  currency: string;
+  commission_id: string | null;
+  sale_id: string | null;
+  payout_id: string | null;
+  /** Unique: one cause never makes two entries. */
+  cause: string;
+  rule_version: number | null;
+  reason: string | null;
+  created_at: Date;
+  available_at: Date;
+}
+
+/** A commission became payable: its hold ended (hold_end) or an owner approved it (owner, with a reason). */
+export interface CommissionApprovedPayload {
+  commission_id: string;
+  sale_id: string;
+  program_id: number;
+  partner_id: number;
+  amount_cents: number;
+  currency: string;
+  approved_at: Date;
+  by: 'hold_end' | 'owner';
+  reason: string | null;
+}
+
+/** A payout, whole (payout.created, payout.paid, payout.canceled). */
+export interface PayoutPayload {
+  payout_id: string;
+  program_id: number;
+  partner_id: number;
+  currency: string;
+  amount_minor: number;
+  status: 'pending' | 'paid' | 'canceled';
+  cutoff: Date;
+  commission_ids: string[];
+  clawback_entry_ids: number[];
+  manual_entry_ids: number[];
+  reference: string | null;
+  created_at: Date;
+  paid_at: Date | null;
+  canceled_at: Date | null;
 }
 
 export interface PartnerProgramChangedPayload {
@@ -171,6 +233,11 @@ export interface EventPayloads {
   'sale.partially_refunded': SalePartiallyRefundedPayload;
   'commission.adjusted': CommissionAdjustedPayload;
   'platform_fee.adjusted': PlatformFeeAdjustedPayload;
+  'ledger_entry.recorded': LedgerEntryRecordedPayload;
+  'commission.approved': CommissionApprovedPayload;
+  'payout.created': PayoutPayload;
+  'payout.paid': PayoutPayload;
+  'payout.canceled': PayoutPayload;
 }
 
 // Breaks the build when EVENT_TYPES and EventPayloads disagree.
@@ -180,6 +247,10 @@ const _everyPayloadHasAType: Record<keyof EventPayloads, unknown> = {} as Record
 const fields = <P>(f: Record<keyof P, true>) => f;
 const commissionFields = fields<CommissionPayload>({
   commission_id: true, sale_id: true, program_id: true, partner_id: true, amount_cents: true, currency: true, status: true, created_at: true,
+});
+const payoutFields = fields<PayoutPayload>({
+  payout_id: true, program_id: true, partner_id: true, currency: true, amount_minor: true, status: true, cutoff: true, commission_ids: true,
+  clawback_entry_ids: true, manual_entry_ids: true, reference: true, created_at: true, paid_at: true, canceled_at: true,
 });
 const feeFields = fields<PlatformFeePayload>({
   platform_fee_id: true, commission_id: true, sale_id: true, program_id: true, amount_cents: true, currency: true, created_at: true,
@@ -212,6 +283,17 @@ export const PAYLOAD_FIELDS: { readonly [T in EventType]: Record<keyof EventPayl
   },
   'commission.adjusted': { ...commissionFields, reversed_cents: true },
   'platform_fee.adjusted': { ...feeFields, reversed_cents: true },
+  'ledger_entry.recorded': {
+    entry_id: true, program_id: true, partner_id: true, kind: true, amount_minor: true, currency: true, commission_id: true, sale_id: true,
+    payout_id: true, cause: true, rule_version: true, reason: true, created_at: true, available_at: true,
+  },
+  'commission.approved': {
+    commission_id: true, sale_id: true, program_id: true, partner_id: true, amount_cents: true, currency: true, approved_at: true, by: true,
+    reason: true,
+  },
+  'payout.created': payoutFields,
+  'payout.paid': payoutFields,
+  'payout.canceled': payoutFields,
 };
 
 // ---------------------------------------------------------------------------------------------

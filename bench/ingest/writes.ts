@@ -33,7 +33,7 @@ const copies = {
     `WITH source AS (
        SELECT s.program_id, s.customer_id, s.partner_id, s.amount_cents, s.currency, s.occurred_at, s.is_recurring,
               c.partner_id AS commission_partner_id, c.customer_id AS commission_customer_id, c.commission_type,
-              c.commission_rate, c.amount_cents AS commission_cents, f.amount_cents AS fee_cents
+              c.commission_rate, c.amount_cents AS commission_cents, c.available_at AS commission_available_at, f.amount_cents AS fee_cents
          FROM sale_events s JOIN commissions c ON c.sale_id = s.id JOIN platform_fees f ON f.commission_id = c.id
         WHERE s.program_id = $1 AND s.transaction_id LIKE 'bench-sale-%' AND s.status = 'paid'
         LIMIT 1
@@ -45,9 +45,10 @@ const copies = {
        INSERT INTO sale_events (id, program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at, is_recurring)
        SELECT sale_id, program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at, is_recurring FROM copies
      ), commissions AS (
-       INSERT INTO commissions (id, sale_id, program_id, partner_id, customer_id, commission_type, commission_rate, amount_cents, currency)
+       INSERT INTO commissions (id, sale_id, program_id, partner_id, customer_id, commission_type, commission_rate, amount_cents, currency,
+                                available_at)
        SELECT commission_id, sale_id, program_id, commission_partner_id, commission_customer_id, commission_type, commission_rate,
-              commission_cents, currency FROM copies
+              commission_cents, currency, commission_available_at FROM copies
      ), fees AS (
        INSERT INTO platform_fees (sale_id, commission_id, program_id, amount_cents, currency)
        SELECT sale_id, commission_id, program_id, fee_cents, currency FROM copies

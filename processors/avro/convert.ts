@@ -276,6 +276,25 @@ function enumeration(schema: { [key: string]: unknown }, where: string, path: st
   };
 }
 
+/** An array of one item type (the payout events' id lists); an item that does not fit names its index. */
+function array(schema: { [key: string]: unknown }, where: string, path: string): Converter {
+  if (schema.items === undefined) throw new Error(`${where}: array without items`);
+  const item = compileConverter(schema.items as Schema, `${where}[]`, `${path}[]`);
+  const fromAvro = item.fromAvro;
+  return {
+    toAvro(value) {
+      if (!Array.isArray(value)) return fail(path, `expected an array, got ${describe(value)}`);
+      let out: unknown[] | undefined;
+      for (let i = 0; i < value.length; i += 1) {
+        const next = item.toAvro(value[i]);
+        if (next !== value[i]) (out ??= [...value])[i] = next;
+      }
+      return out ?? value;
+    },
+    fromAvro: fromAvro && ((value) => (value as unknown[]).map(fromAvro)),
+  };
+}
+
 function nullable(branches: Schema[], where: string, path: string): Converter {
   const others = branches.filter((b) => b !== 'null');
   if (branches.length !== 2 || others.length !== 1) {
@@ -308,6 +327,7 @@ export function compileConverter(schema: Schema, where: string, path = '', ignor
   if (logicalType !== undefined) throw new Error(`${where}: unsupported logicalType ${JSON.stringify(logicalType)} on ${JSON.stringify(type)}`);
   if (type === 'record') return record(schema, where, path, ignoreExtra);
   if (type === 'enum') return enumeration(schema, where, path);
+  if (type === 'array') return array(schema, where, path);
   if (typeof type === 'string' || Array.isArray(type)) return compileConverter(type as Schema, where, path);
   throw new Error(`${where}: unsupported Avro schema ${JSON.stringify(schema).slice(0, 80)}`);
 }

@@ -67,3 +67,19 @@ export const timeOrNull = nullable(time);
 
 /** The UTC hour of a time as time() writes it: `YYYY-MM-DD hh:00:00`. */
 export const hourOf = (t: string) => `${t.slice(0, 13)}:00:00`;
+export const uuidOrNull = nullable(uuid);
+
+/**
+ * An array field as the warehouse's text form of an Array column (`['a','b']`, `[1,2]`): what a
+ * TabSeparated cell of Array(UUID) or Array(Int64) reads. Items are checked as uuid() and int() do.
+ */
+export function uuidList<F extends string>(o: Fields<F>, field: NoInfer<F>): string {
+  const v = o[field];
+  if (!Array.isArray(v)) return fail(field, 'an array', v);
+  return `[${v.map((item, i) => `'${uuid({ [`${field}[${i}]`]: item }, `${field}[${i}]`)}'`).join(',')}]`;
+}
+export function intList<F extends string>(o: Fields<F>, field: NoInfer<F>): string {
+  const v = o[field];
+  if (!Array.isArray(v)) return fail(field, 'an array', v);
+  return `[${v.map((item, i) => int({ [`${field}[${i}]`]: item }, `${field}[${i}]`)).join(',')}]`;
+}

@@ -8,7 +8,7 @@
  * a loader maps tens of thousands of events a second.
  */
 import type { DecodedEvent, EventPayloads, EventType } from '../../schemas/event-contract.js';
-import { bool, fail, hourOf, int, intOrNull, MappingError, str, strOrNull, time, timeOrNull, type Row, uuid } from './field-readers.js';
+import { bool, fail, hourOf, int, intList, intOrNull, MappingError, str, strOrNull, time, timeOrNull, type Row, uuid, uuidList, uuidOrNull } from './field-readers.js';
 import { fact, FACTS } from './rollup.js';
 
 /**
@@ -75,6 +75,23 @@ const fee = (p: Received<'platform_fee.created' | 'platform_fee.reversed' | 'pla
   amount_cents: int(p, 'amount_cents'),
   currency: str(p, 'currency'),
   created_at: time(p, 'created_at'),
+});
+
+/** A payout as payout.created, payout.paid and payout.canceled carry it (0006_ledger.sql). */
+const payout = (p: Received<'payout.created' | 'payout.paid' | 'payout.canceled'>) => ({
+  payout_id: uuid(p, 'payout_id'),
+  partner_id: int(p, 'partner_id'),
+  currency: str(p, 'currency'),
+  amount_minor: int(p, 'amount_minor'),
+  status: str(p, 'status'),
+  cutoff: time(p, 'cutoff'),
+  commission_ids: uuidList(p, 'commission_ids'),
+  clawback_entry_ids: intList(p, 'clawback_entry_ids'),
+  manual_entry_ids: intList(p, 'manual_entry_ids'),
+  reference: strOrNull(p, 'reference'),
+  created_at: time(p, 'created_at'),
+  paid_at: timeOrNull(p, 'paid_at'),
+  canceled_at: timeOrNull(p, 'canceled_at'),
 });
 
 const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
@@ -271,6 +288,46 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
   'platform_fee.reversed': (e, p) => [['platform_fee_reversed', eventRow(e, fee(p))]],
   'platform_fee.adjusted': (e, p) => [['platform_fee_adjusted', eventRow(e, fee(p), { reversed_cents: int(p, 'reversed_cents') })]],
 
+  // The ledger and payouts (issue 34): event tables only; the dashboard's figures do not read them.
+  'ledger_entry.recorded': (e, p) => [
+    [
+      'ledger_entry_recorded',
+      eventRow(e, {
+        entry_id: int(p, 'entry_id'),
+        partner_id: int(p, 'partner_id'),
+        kind: str(p, 'kind'),
+        amount_minor: int(p, 'amount_minor'),
+        currency: str(p, 'currency'),
+        commission_id: uuidOrNull(p, 'commission_id'),
+        sale_id: uuidOrNull(p, 'sale_id'),
+        payout_id: uuidOrNull(p, 'payout_id'),
+        cause: str(p, 'cause'),
+        rule_version: intOrNull(p, 'rule_version'),
+        reason: strOrNull(p, 'reason'),
+        created_at: time(p, 'created_at'),
+        available_at: time(p, 'available_at'),
+      }),
+    ],
+  ],
+  'commission.approved': (e, p) => [
+    [
+      'commission_approved',
+      eventRow(e, {
+        commission_id: uuid(p, 'commission_id'),
+        sale_id: uuid(p, 'sale_id'),
+        partner_id: int(p, 'partner_id'),
+        amount_cents: int(p, 'amount_cents'),
+        currency: str(p, 'currency'),
+        approved_at: time(p, 'approved_at'),
+        approved_by: str(p, 'by'),
+        reason: strOrNull(p, 'reason'),
+      }),
+    ],
+  ],
+  'payout.created': (e, p) => [['payout_created', eventRow(e, payout(p))]],
+  'payout.paid': (e, p) => [['payout_paid', eventRow(e, payout(p))]],
+  'payout.canceled': (e, p) => [['payout_canceled', eventRow(e, payout(p))]],
+
   'partner_program.changed': (e, p) => {
     const record = {
       partner_program_id: int(p, 'partner_program_id'),
@@ -317,6 +374,11 @@ export const EVENT_TABLES = [
   'platform_fee_adjusted',
   'partner_program_changed',
   'test_event_logged',
+  'ledger_entry_recorded',
+  'commission_approved',
+  'payout_created',
+  'payout_paid',
+  'payout_canceled',
 ] as const;
 export const STATE_TABLES = ['customers_current', 'sales_current', 'commissions_current'] as const;
 

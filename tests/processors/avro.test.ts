@@ -21,6 +21,7 @@ import { formatTimestampMicros, parseTimestampMicros } from '../../processors/av
 import { createInProcessLog } from '../../processors/event-log/in-process-log.js';
 import { createRelay } from '../../processors/relay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from '../support/app.js';
+import { everyMoneyEvent } from '../support/money.js';
 import { partlyRefundedProcessorSale } from '../support/processor.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 
@@ -39,6 +40,11 @@ const EVENT_TYPES = Object.keys({
   'sale.partially_refunded': true,
   'commission.adjusted': true,
   'platform_fee.adjusted': true,
+  'ledger_entry.recorded': true,
+  'commission.approved': true,
+  'payout.created': true,
+  'payout.paid': true,
+  'payout.canceled': true,
 } satisfies Record<EventType, true>) as EventType[];
 
 type Json = Record<string, unknown>;
@@ -109,6 +115,8 @@ describe('Avro event contract: every outbox event of the real service round-trip
     await post('/api/v1/track/sale', { additional_data: { test_mode: true } }, strict.apiKey);
     // A processor payment partly refunded twice: sale.partially_refunded, commission.adjusted, platform_fee.adjusted.
     await partlyRefundedProcessorSale(app, strict.programId, await click());
+    // The ledger and payouts: an owner's approval, a payout canceled, then one paid.
+    await everyMoneyEvent(app, t.db);
 
     rows = await t.db.many(
       sql(

@@ -29,6 +29,14 @@ const WAREHOUSE_TABLE: Record<string, string> = {
   'platform_fee.reversed': 'platform_fee_reversed',
   'partner_program.changed': 'partner_program_changed',
   'test_event.logged': 'test_event_logged',
+  'sale.partially_refunded': 'sale_partially_refunded',
+  'commission.adjusted': 'commission_adjusted',
+  'platform_fee.adjusted': 'platform_fee_adjusted',
+  'ledger_entry.recorded': 'ledger_entry_recorded',
+  'commission.approved': 'commission_approved',
+  'payout.created': 'payout_created',
+  'payout.paid': 'payout_paid',
+  'payout.canceled': 'payout_canceled',
 };
 
 describe('embedded pipeline: outbox, relay and loader into chDB in one process', () => {

@@ -34,6 +34,11 @@ const EVENT_TABLE: Record<string, string> = {
   'platform_fee.reversed': 'platform_fee_reversed',
   'partner_program.changed': 'partner_program_changed',
   'test_event.logged': 'test_event_logged',
+  'ledger_entry.recorded': 'ledger_entry_recorded',
+  'commission.approved': 'commission_approved',
+  'payout.created': 'payout_created',
+  'payout.paid': 'payout_paid',
+  'payout.canceled': 'payout_canceled',
 };
 
 /** What the warehouse must hold, from the outbox: rows per event table, and entities per current-state table. */

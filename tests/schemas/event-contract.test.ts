@@ -12,6 +12,7 @@ import { createAvroCodec } from '../../processors/avro/codec.js';
 import { eventRows } from '../../processors/loader/mappers.js';
 import { EVENT_TYPES, PAYLOAD_FIELDS, type EventType, type OutboxRow } from '../../schemas/event-contract.js';
 import { buildTestApp, createTestProgram, freshIp } from '../support/app.js';
+import { everyMoneyEvent } from '../support/money.js';
 import { partlyRefundedProcessorSale } from '../support/processor.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 
@@ -74,6 +75,8 @@ describe('the service’s real events, from the outbox to the warehouse, keep to
     await post('/api/v1/track/lead', { click_id: await click(true), additional_data: { test_mode: true } });
     // A processor payment partly refunded: sale.partially_refunded, commission.adjusted, platform_fee.adjusted.
     await partlyRefundedProcessorSale(app, program.programId, await click());
+    // The ledger and payouts (issue 34): ledger_entry.recorded, commission.approved, payout.created, .canceled, .paid.
+    await everyMoneyEvent(app, t.db);
     rows = await t.db.many<OutboxRow>(
       sql(
         't.contract_outbox',

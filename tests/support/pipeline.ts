@@ -114,6 +114,12 @@ const EVENT_TABLES: Record<string, string> = {
   'sale.partially_refunded': 'sale_partially_refunded',
   'commission.adjusted': 'commission_adjusted',
   'platform_fee.adjusted': 'platform_fee_adjusted',
+  // The ledger and payouts (schemas/clickhouse/0006_ledger.sql).
+  'ledger_entry.recorded': 'ledger_entry_recorded',
+  'commission.approved': 'commission_approved',
+  'payout.created': 'payout_created',
+  'payout.paid': 'payout_paid',
+  'payout.canceled': 'payout_canceled',
 };
 
 type Row = Record<string, unknown>;

@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ServiceError, UnreachableError } from './api.js';
 import { addInitCommand } from './commands/init.js';
 import { addLoginCommands } from './commands/login.js';
+import { addPayoutsCommand } from './commands/payouts.js';
 import { addProgramsCommand } from './commands/programs.js';
 import { addStatusCommand } from './commands/status.js';
 import { addTestEventCommand } from './commands/test-event.js';
@@ -26,7 +27,7 @@ const exitCodeOf = (error: ServiceError) => {
 /** The svc program. `io` and `env` are injectable so tests can run it in-process too. */
 export function buildProgram(io: Io, env: Environment = readEnvironment()): Command {
   const program = new Command('svc')
-    .description('Command line for the affiliate tracking service (beta): log in, create programs, check status, send test events.')
+    .description('Command line for the affiliate tracking service (beta): log in, create programs, check status, send test events, read payouts.')
     .addOption(new Option('--base-url <url>', `service URL (default: $${ENVIRONMENT.baseUrl}, the logged-in service, or ${DEFAULT_BASE_URL})`))
     .option('--json', 'machine-readable output on stdout')
     .version(VERSION)
@@ -37,6 +38,7 @@ export function buildProgram(io: Io, env: Environment = readEnvironment()): Comm
   const run = runner(io, env);
   addLoginCommands(program, run);
   addProgramsCommand(program, run);
+  addPayoutsCommand(program, run);
   addInitCommand(program, run);
   addStatusCommand(program, run);
   addTestEventCommand(program, run);

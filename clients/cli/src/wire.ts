@@ -153,3 +153,28 @@ export type TestEventData =
       }[];
       chains_left_this_hour: number;
     };
+
+export interface PayoutsData {
+  program_id: number;
+  payouts: {
+    id: string;
+    partner_id: number;
+    currency: string;
+    amount_minor: number;
+    status: 'pending' | 'paid' | 'canceled';
+    commissions: number;
+    created_at: string;
+    paid_at: string | null;
+    reference: string | null;
+  }[];
+  balances: {
+    partner_id: number;
+    currency: string;
+    pending: number;
+    held: number;
+    approved: number;
+    processing: number;
+    paid: number;
+    balance: number;
+  }[];
+}

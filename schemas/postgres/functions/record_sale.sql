@@ -79,7 +79,7 @@ BEGIN
     END IF;
 
     -- The program's terms and whether the customer's partner-program record exists, in one read.
-    SELECT p.commission_type, p.commission_rate, p.attribution_window_days,
+    SELECT p.commission_type, p.commission_rate, p.attribution_window_days, p.commission_hold_days,
            EXISTS (SELECT 1 FROM partner_programs pp WHERE pp.id = c.partner_program_id) AS has_junction
       INTO terms FROM programs p WHERE p.id = p_program_id;
     IF c.partner_program_id IS NULL OR NOT terms.has_junction THEN
@@ -136,22 +136,38 @@ BEGIN
   commission := commission_cents(terms.commission_type, terms.commission_rate, s.amount_cents, converts);
   IF commission IS NOT NULL THEN
     BEGIN
-      INSERT INTO commissions (sale_id, program_id, partner_id, customer_id, commission_type, commission_rate, amount_cents, currency)
-      VALUES (s.id, s.program_id, c.partner_id, c.id, terms.commission_type, terms.commission_rate, commission, s.currency)
+      -- Pending until the program's hold ends (available_at); with no hold, approved at once.
+      INSERT INTO commissions (sale_id, program_id, partner_id, customer_id, commission_type, commission_rate, amount_cents, currency,
+                               status, available_at, approved_at)
+      VALUES (s.id, s.program_id, c.partner_id, c.id, terms.commission_type, terms.commission_rate, commission, s.currency,
+              CASE WHEN terms.commission_hold_days = 0 THEN 'approved' ELSE 'pending' END,
+              now() + make_interval(days => terms.commission_hold_days),
+              CASE WHEN terms.commission_hold_days = 0 THEN now() END)
       RETURNING * INTO cm;
       INSERT INTO platform_fees (sale_id, commission_id, program_id, amount_cents, currency)
       VALUES (s.id, cm.id, s.program_id, platform_fee_cents(commission, p_fee_bps), s.currency)
       RETURNING * INTO fee;
+      -- The ledger's commission entry (a zero commission moves no money and has none; its cause, the
+      -- sale, can make only one) and the three events: one statement, as the two events were.
+      WITH entry AS (
+        INSERT INTO ledger_entries (program_id, partner_id, kind, amount_minor, currency, commission_id, sale_id, cause, created_at, available_at)
+        SELECT cm.program_id, cm.partner_id, 'commission', cm.amount_cents, cm.currency, cm.id, cm.sale_id, 'sale:' || cm.sale_id,
+               cm.created_at, cm.available_at
+         WHERE cm.amount_cents > 0
+        RETURNING *
+      )
+      INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
+      SELECT 'commission.created', 'sale:' || s.id, s.program_id, false, cm.created_at, commission_event(cm)
+      UNION ALL
+      SELECT 'platform_fee.created', 'sale:' || s.id, s.program_id, false, fee.created_at, platform_fee_event(fee, cm)
+      UNION ALL
+      SELECT 'ledger_entry.recorded', 'partner:' || e.partner_id, e.program_id, false, e.created_at, ledger_entry_event(ROW(e.*)::ledger_entries)
+        FROM entry e;
     EXCEPTION WHEN OTHERS THEN
       -- The sale stays recorded and its transaction_id consumed, as the spec describes.
       refusal := 'commission_failed';
       cm := NULL;
     END;
-    IF cm.id IS NOT NULL THEN
-      INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
-      VALUES ('commission.created', 'sale:' || s.id, s.program_id, false, cm.created_at, commission_event(cm)),
-             ('platform_fee.created', 'sale:' || s.id, s.program_id, false, fee.created_at, platform_fee_event(fee, cm));
-    END IF;
   END IF;
   RETURN jsonb_build_object('sale', to_jsonb(s), 'commission', CASE WHEN cm.id IS NULL THEN NULL ELSE to_jsonb(cm) END,
                             'converted', converts, 'refusal', refusal);

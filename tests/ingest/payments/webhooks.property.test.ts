@@ -22,6 +22,11 @@ import { charge, checkoutSession, deliver, deliverHttp, dispute, event, invoiceL
  * full refund or chargeback ends a sale whatever partial refunds came before it; what they had
  * taken off by then depends on the order, so an ended sale is compared by its status and the
  * commission it first earned (docs/decisions/payments.md, "Partial refunds").
+ *
+ * The ledger likewise (docs/decisions/ledger.md): one adjustment entry per applied increment, and
+ * a reversal only of what partial refunds had left, so its entries are compared by their effect:
+ * per sale, the commission entry and the sum of every entry; and each entry has exactly one
+ * ledger_entry.recorded event.
  */
 
 interface Renewal {
@@ -214,8 +219,23 @@ const q = {
   outbox: sql(
     't.prop_outbox',
     `SELECT event_type, count(*)::int AS n FROM outbox
-      WHERE program_id = $1 AND event_type NOT IN ('sale.partially_refunded', 'commission.adjusted', 'platform_fee.adjusted')
+      WHERE program_id = $1 AND event_type NOT IN ('sale.partially_refunded', 'commission.adjusted', 'platform_fee.adjusted', 'ledger_entry.recorded')
       GROUP BY event_type ORDER BY event_type`,
+  ),
+  ledger: sql(
+    't.prop_ledger',
+    `SELECT s.transaction_id, count(*) FILTER (WHERE e.kind = 'commission')::int AS commission_entries,
+            sum(e.amount_minor)::int AS balance
+       FROM ledger_entries e JOIN sale_events s ON s.id = e.sale_id
+      WHERE e.program_id = $1 GROUP BY s.transaction_id`,
+  ),
+  // Entries without exactly one event, and events without their entry: none.
+  ledgerEvents: sql(
+    't.prop_ledger_events',
+    `SELECT count(*)::int AS n FROM ledger_entries e
+       FULL JOIN (SELECT (payload->>'entry_id')::bigint AS entry_id, count(*) AS events FROM outbox
+                   WHERE program_id = $1 AND event_type = 'ledger_entry.recorded' GROUP BY 1) o ON o.entry_id = e.id
+      WHERE (e.program_id = $1 OR e.id IS NULL) AND (o.events IS DISTINCT FROM 1 OR e.id IS NULL)`,
   ),
   partialTotals: sql(
     't.prop_partial_totals',
@@ -259,7 +279,11 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
     const customers = (await t.db.many<{ click_id: string; status: string; provisional: boolean }>(q.customers, [tw.program.programId]))
       .map((c) => ({ ...c, click_id: tw.clickIds.indexOf(c.click_id) }))
       .sort((a, b) => a.click_id - b.click_id);
-    return { sales, customers, outbox: await t.db.many(q.outbox, [tw.program.programId]) };
+    const ledger = (await t.db.many<{ transaction_id: string }>(q.ledger, [tw.program.programId]))
+      .map((l) => ({ ...l, transaction_id: strip(l.transaction_id) }))
+      .sort((a, b) => a.transaction_id.localeCompare(b.transaction_id));
+    const [unmatched] = await t.db.many<{ n: number }>(q.ledgerEvents, [tw.program.programId]);
+    return { sales, customers, outbox: await t.db.many(q.outbox, [tw.program.programId]), ledger, unmatchedLedgerEvents: unmatched!.n };
   };
 
   /**
@@ -282,6 +306,7 @@ describe.each(databaseKinds())('processor events exactly once, in any order, on 
       same: async () => {
         const reference = await state(inOrder, refPrefix);
         expect(await state(shuffled, testPrefix)).toEqual(reference);
+        expect(reference.unmatchedLedgerEvents).toBe(0);
         // The dashboard's numbers (the spec's reading of the Postgres state) too, partial refunds included.
         const now = Date.now();
         const dashboard = (tw: Twin) => referencePerformance(t.db, tw.program.programId, { period: 'all' }, now);

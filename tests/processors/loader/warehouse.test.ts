@@ -156,6 +156,11 @@ const ch = {
        UNION ALL SELECT 'sale.partially_refunded', count() FROM sale_partially_refunded FINAL
        UNION ALL SELECT 'commission.adjusted', count() FROM commission_adjusted FINAL
        UNION ALL SELECT 'platform_fee.adjusted', count() FROM platform_fee_adjusted FINAL
+       UNION ALL SELECT 'ledger_entry.recorded', count() FROM ledger_entry_recorded FINAL
+       UNION ALL SELECT 'commission.approved', count() FROM commission_approved FINAL
+       UNION ALL SELECT 'payout.created', count() FROM payout_created FINAL
+       UNION ALL SELECT 'payout.paid', count() FROM payout_paid FINAL
+       UNION ALL SELECT 'payout.canceled', count() FROM payout_canceled FINAL
      ) WHERE n > 0`,
   ),
   // performance_hourly is left out: every batch recomputes the hours it touches and writes them
@@ -236,7 +241,7 @@ describe('ClickHouse warehouse on chDB', () => {
 
   it('applies the DDL, and applying it again changes nothing', async () => {
     const first = await migrateWarehouse(warehouse);
-    expect(first).toEqual(['0001_event_tables.sql', '0002_current_state_tables.sql', '0003_performance_rollup.sql', '0004_analytics.sql', '0005_partial_refunds.sql']);
+    expect(first).toEqual(['0001_event_tables.sql', '0002_current_state_tables.sql', '0003_performance_rollup.sql', '0004_analytics.sql', '0005_partial_refunds.sql', '0006_ledger.sql', '0007_commission_lifecycle.sql']);
     expect(await migrateWarehouse(warehouse)).toEqual([]);
     // Every statement runs again as is (a start that failed half-way re-applies).
     for (const file of first) {
@@ -248,17 +253,19 @@ describe('ClickHouse warehouse on chDB', () => {
       sql('t.tables', `SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name`),
     );
     expect(tables.map((r) => r.name)).toContain('customers_current');
-    expect(tables).toHaveLength(20); // 18 loaded tables, schema_migrations, the rollup's view
+    expect(tables).toHaveLength(25); // 23 loaded tables (0006 adds five event tables), schema_migrations, the rollup's view
     expect(await warehouse.query(sql('t.versions', `SELECT version FROM schema_migrations FINAL ORDER BY version`))).toEqual([
       { version: 1 },
       { version: 2 },
       { version: 3 },
       { version: 4 },
       { version: 5 },
+      { version: 6 },
+      { version: 7 },
     ]);
     // 0004: the analysts' views live in a database of their own.
     const views = await warehouse.query<{ n: number }>(sql('t.analytics_views', `SELECT count() AS n FROM system.tables WHERE database = 'analytics' AND engine = 'View'`));
-    expect(views).toEqual([{ n: 9 }]); // 0005 adds analytics.partial_refunds
+    expect(views).toEqual([{ n: 11 }]); // 0005 adds analytics.partial_refunds, 0006 analytics.ledger_entries and analytics.payouts
   });
 
   // A fresh PGlite with every migration, then the traffic: about 40 s alone, over 60 s on a loaded machine.

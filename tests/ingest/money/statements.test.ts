@@ -1,0 +1,79 @@
+/**
+ * Issue 34, point 4 (PGlite and Postgres): a month's statement per partner and currency with the
+ * program totals and the digest of its canonical JSON; the opening is the previous month's closing.
+ * The replay check (verify-statement) is tests/scripts/verify-statement.test.ts.
+ */
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../../../core/db.js';
+import { buildTestApp } from '../../support/app.js';
+import { createTestDatabase, databaseKinds, type TestDatabase } from '../../support/databases.js';
+import { moneyProgram, sale, wholeMonth } from '../../support/money.js';
+
+const month = (d: Date) => d.toISOString().slice(0, 7);
+const previousMonth = (d: Date) => month(new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 15)));
+
+describe.each(databaseKinds())('statements (%s)', (kind) => {
+  let t: TestDatabase;
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    t = await createTestDatabase(kind);
+    app = await buildTestApp(t.db);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await t?.drop();
+  });
+
+  const get = (url: string, headers: Record<string, string>) => app.inject({ method: 'GET', url, headers });
+
+  it('a whole month: lines by kind, closing = opening + the rest, program totals, and the digest of the canonical JSON', async () => {
+    const p = await moneyProgram(app, t.db, { holdDays: 0, minimum: 100 });
+    const payout = await wholeMonth(app, p);
+    expect(payout.amount_minor).toBe(8_400);
+    const period = month(new Date());
+    const res = await get(`${p.base}/statements/${period}`, p.member);
+    expect(res.statusCode).toBe(200);
+    const statement = res.json().data;
+    expect(statement.partners).toEqual([
+      {
+        partner_id: p.partnerId, currency: 'USD', opening: 0, commissions: 8_500, adjustments: -100, reversals: 0, clawbacks: -5_000, manual: 200,
+        payouts: -8_400, closing: -4_800,
+      },
+    ]);
+    expect(statement.totals).toEqual([{ currency: 'USD', gross_sales: 85_000, refunds: 51_000, net_sales: 34_000, net_commissions: 3_400 }]);
+    const { digest, ...body } = statement;
+    expect(digest).toBe(createHash('sha256').update(canonicalize(body)!).digest('hex'));
+    // Canonical: keys sorted, no whitespace, integers.
+    expect(canonicalize(body)!.startsWith(`{"from":"${period}-01T00:00:00.000Z","partners":[{"adjustments":-100,`)).toBe(true);
+    // Read again: the same digest.
+    expect((await get(`${p.base}/statements/${period}`, p.owner)).json().data.digest).toBe(digest);
+  });
+
+  it('the opening balance is the previous month’s closing', async () => {
+    const p = await moneyProgram(app, t.db, { holdDays: 0 });
+    await sale(app, p, 10_000);
+    const now = new Date();
+    const lastMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 20));
+    // An entry of last month (an insert, as the functions write; the ledger takes no update).
+    await t.db.many(
+      sql(
+        't.entry_last_month',
+        `INSERT INTO ledger_entries (program_id, partner_id, kind, amount_minor, currency, cause, reason, created_at, available_at)
+         VALUES ($1::bigint, $2, 'manual', 777, 'USD', 'manual:test:' || $1::text, 'carried over', $3, $3)`,
+      ),
+      [p.programId, p.partnerId, lastMonth.toISOString()],
+    );
+    const before = (await get(`${p.base}/statements/${previousMonth(now)}`, p.owner)).json().data;
+    const current = (await get(`${p.base}/statements/${month(now)}`, p.owner)).json().data;
+    expect(before.partners).toEqual([expect.objectContaining({ opening: 0, manual: 777, closing: 777 })]);
+    expect(current.partners).toEqual([expect.objectContaining({ opening: 777, commissions: 1_000, closing: 1_777 })]);
+    // A month before any activity: empty, with its digest.
+    const empty = (await get(`${p.base}/statements/2020-01`, p.owner)).json().data;
+    expect(empty).toMatchObject({ partners: [], totals: [], from: '2020-01-01T00:00:00.000Z', to: '2020-02-01T00:00:00.000Z' });
+    expect(empty.digest).toMatch(/^[0-9a-f]{64}$/);
+  });
+});

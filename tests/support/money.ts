@@ -1,0 +1,172 @@
+/**
+ * Helpers of the money tests (issue 34): a program with its hold, sales through /track/sale,
+ * refunds, and the money surface's calls as the owner or the member.
+ */
+import type { FastifyInstance } from 'fastify';
+import { sql, type Database } from '../../core/db.js';
+import { createTestProgram, freshIp, type TestProgram } from './app.js';
+import { charge, checkoutSession, deliver, event, id } from './processor.js';
+
+export interface MoneyProgram extends TestProgram {
+  owner: Record<string, string>;
+  member: Record<string, string>;
+  base: string;
+}
+
+/** A program (percent 10 unless given) with its hold and payout minimum set through the money surface. */
+export async function moneyProgram(
+  app: FastifyInstance,
+  db: Database,
+  o: { holdDays?: number; minimum?: number; settings?: Record<string, unknown> } = {},
+): Promise<MoneyProgram> {
+  const program = await createTestProgram(app, db, { commission_type: 'percent', commission_rate: 10, ...o.settings });
+  const owner = { authorization: `Bearer ${program.workspace.ownerToken}` };
+  const member = { authorization: `Bearer ${program.workspace.memberToken}` };
+  const base = `/api/tracking/programs/${program.programId}`;
+  const res = await app.inject({
+    method: 'PATCH',
+    url: `${base}/payout-settings`,
+    headers: owner,
+    payload: { commission_hold_days: o.holdDays ?? 30, payout_minimum_minor: o.minimum ?? 5_000 },
+  });
+  if (res.statusCode !== 200) throw new Error(`payout settings answered ${res.statusCode}: ${res.body}`);
+  return { ...program, owner, member, base };
+}
+
+let serial = 0;
+/** A new customer through a click of the program's link: its click id. */
+export async function newClick(app: FastifyInstance, p: TestProgram): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/track/click',
+    headers: { 'x-forwarded-for': freshIp() },
+    payload: { affiliate_url: `https://shop.test.example/?aff=${p.affCode}` },
+  });
+  if (res.statusCode !== 200) throw new Error(`click answered ${res.statusCode}: ${res.body}`);
+  return res.json().click_id as string;
+}
+
+export interface SaleMade {
+  transactionId: string;
+  saleId: string;
+  commissionId: string;
+}
+
+/** A converting sale of a new customer (its commission: 10 % of amount), through /track/sale. */
+export async function sale(app: FastifyInstance, p: TestProgram, amountCents: number, currency = 'USD'): Promise<SaleMade> {
+  serial += 1;
+  const transactionId = `txn-money-${Date.now()}-${serial}-${Math.random().toString(36).slice(2, 8)}`;
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/track/sale',
+    headers: { authorization: `Bearer ${p.apiKey}`, 'x-forwarded-for': freshIp() },
+    payload: { transaction_id: transactionId, amount_cents: amountCents, currency, click_id: await newClick(app, p) },
+  });
+  if (res.statusCode !== 200) throw new Error(`sale answered ${res.statusCode}: ${res.body}`);
+  const body = res.json();
+  return { transactionId, saleId: body.data.sale_id, commissionId: body.data.commission.commission_id };
+}
+
+/** A full refund or chargeback through /track/refund. */
+export function refund(app: FastifyInstance, p: TestProgram, transactionId: string, reason: 'refund' | 'chargeback' = 'refund') {
+  return app.inject({
+    method: 'POST',
+    url: '/api/v1/track/refund',
+    headers: { authorization: `Bearer ${p.apiKey}`, 'x-forwarded-for': freshIp() },
+    payload: { transaction_id: transactionId, reason },
+  });
+}
+
+/** The commission of a sale: its state and payout as reads show them (commission_state), its stored status and amount. */
+export async function commissionOf(db: Database, transactionId: string) {
+  return (await db.one<{ id: string; status: string; stored: string; amount_cents: number; payout_id: string | null }>(
+    sql(
+      't.money_commission',
+      `SELECT c.id, commission_state(c) AS status, c.status AS stored, c.amount_cents,
+              COALESCE(c.payout_id, CASE WHEN c.status = 'approved' THEN commission_payout(c) END) AS payout_id
+         FROM commissions c JOIN sale_events s ON s.id = c.sale_id WHERE s.transaction_id = $1`,
+    ),
+    [transactionId],
+  ))!;
+}
+
+/** Ends the hold of the program's pending commissions now (available_at moved to the past), as time passing would. */
+export async function endHolds(db: Database, programId: number): Promise<void> {
+  await db.many(sql('t.money_end_holds', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE program_id = $1 AND status = 'pending'`), [programId]);
+}
+
+export interface Entry {
+  kind: string;
+  amount_minor: number;
+  cause: string;
+  currency: string;
+  commission_id: string | null;
+}
+
+/** The program's ledger entries, as stored, oldest first. */
+export async function entries(db: Database, programId: number): Promise<Entry[]> {
+  const rows = await db.many<Entry>(
+    sql('t.money_entries', `SELECT kind, amount_minor, cause, currency, commission_id FROM ledger_entries WHERE program_id = $1 ORDER BY id`),
+    [programId],
+  );
+  return rows.map((r) => ({ ...r, amount_minor: Number(r.amount_minor) }));
+}
+
+/** Outbox events of a type for the program. */
+export async function eventsOf(db: Database, programId: number, type: string): Promise<Record<string, unknown>[]> {
+  const rows = await db.many<{ payload: Record<string, unknown> }>(
+    sql('t.money_events', `SELECT payload FROM outbox WHERE program_id = $1 AND event_type = $2 ORDER BY id`),
+    [programId, type],
+  );
+  return rows.map((r) => r.payload);
+}
+
+/** Row counts of the money tables, to show a refused call wrote nothing. */
+export async function moneyCounts(db: Database) {
+  return db.one(
+    sql(
+      't.money_counts',
+      `SELECT (SELECT count(*) FROM ledger_entries)::int AS entries, (SELECT count(*) FROM payouts)::int AS payouts,
+              (SELECT count(*) FROM payout_runs)::int AS runs, (SELECT count(*) FROM ledger_settlements)::int AS settlements,
+              (SELECT count(*) FROM outbox)::int AS outbox, (SELECT count(*) FROM partner_payout_methods)::int AS methods,
+              (SELECT string_agg(id || ':' || status || ':' || amount_cents, ',' ORDER BY id) FROM commissions) AS commissions,
+              (SELECT string_agg(id || ':' || commission_hold_days || ':' || payout_minimum_minor, ',' ORDER BY id) FROM programs) AS settings`,
+    ),
+  );
+}
+
+/** A month of one partner: sales, a partial refund before payment, a payout paid, a chargeback after it, a bonus. */
+export async function wholeMonth(app: FastifyInstance, p: MoneyProgram) {
+  const post = (url: string, payload: object = {}) => app.inject({ method: 'POST', url, headers: p.owner, payload });
+  await sale(app, p, 30_000);
+  const s2 = await sale(app, p, 50_000);
+  const session = checkoutSession({ metadata: { program_id: String(p.programId), svc_click_id: await newClick(app, p) } });
+  await deliver(app, event('checkout.session.completed', session));
+  await deliver(app, event('charge.refunded', charge({ id: id('ch'), payment_intent: session.payment_intent as string, amount: 5_000, amount_refunded: 1_000 })));
+  const [payout] = (await post(`${p.base}/payouts`)).json().data.payouts;
+  await post(`${p.base}/payouts/${payout.id}/mark-paid`, { reference: 'WISE-BATCH-1' });
+  await refund(app, p, s2.transactionId, 'chargeback');
+  await post(`${p.base}/partners/${p.partnerId}/adjustments`, { amount_minor: 200, currency: 'USD', reason: 'Holiday bonus' });
+  return payout as { amount_minor: number };
+}
+
+/**
+ * Every event type of the ledger and payouts, once at least (for the contract tests): a commission
+ * approved by its owner (commission.approved), its ledger entries (ledger_entry.recorded), a payout
+ * created and canceled, then created again and paid (payout.created, payout.canceled, payout.paid).
+ */
+export async function everyMoneyEvent(app: FastifyInstance, db: Database) {
+  const p = await moneyProgram(app, db, { holdDays: 30, minimum: 100 });
+  const post = async (url: string, payload: object = {}) => {
+    const res = await app.inject({ method: 'POST', url, headers: p.owner, payload });
+    if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${res.body}`);
+    return res.json().data;
+  };
+  const s = await sale(app, p, 30_000);
+  await post(`${p.base}/commissions/${s.commissionId}/approve`, { reason: 'Known customer' });
+  const [first] = (await post(`${p.base}/payouts`)).payouts;
+  await post(`${p.base}/payouts/${first.id}/cancel`);
+  const [second] = (await post(`${p.base}/payouts`)).payouts;
+  await post(`${p.base}/payouts/${second.id}/mark-paid`, { reference: 'BATCH-9' });
+  return p;
+}
