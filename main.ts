@@ -19,18 +19,27 @@ import { openWarehouse, type Warehouse } from './core/warehouse.js';
  * of the main thread, which the stores' own waiting (a fresh data directory is unpacked in a worker
  * thread, core/db.ts; chDB's start) partly covers.
  */
-const loadModules = () => Promise.all([import('./ingest/server.js'), import('./processors/start.js'), import('./queries/analytics/endpoint.js')]);
+const loadModules = () =>
+  Promise.all([import('./ingest/server.js'), import('./processors/start.js'), import('./queries/analytics/endpoint.js'), import('./ingest/operator/endpoint.js')]);
 
 function banner(url: string, mode: string, demoLines: readonly string[]): string {
-  const lines = [``, `Affiliate tracking service listening on ${url}`, `  mode: ${mode}`, `  OpenAPI: ${url}/openapi.json`, `  CLI: SVC_BASE_URL=${url} svc login`, ...demoLines];
+  const lines = [
+    ``,
+    `Affiliate tracking service listening on ${url}`,
+    `  dashboard: ${url}/dashboard`,
+    `  mode: ${mode}`,
+    `  OpenAPI: ${url}/openapi.json`,
+    `  CLI: SVC_BASE_URL=${url} svc login`,
+    ...demoLines,
+  ];
   return `${lines.join('\n')}\n\n`;
 }
 
 function describeMode(config: Config): string {
   const roles = [...config.roles];
   const parts = [config.database.kind === 'pglite' ? 'embedded Postgres (PGlite)' : 'Postgres'];
-  if (roles.length === 3) {
-    parts.push(`relay and loader in this process${config.kafka ? ' through Kafka' : ''}`);
+  if (config.roles.has('ingest') && config.roles.has('relay') && config.roles.has('loader')) {
+    parts.push(`relay, loader and webhook dispatcher in this process${config.kafka ? ' through Kafka' : ''}`);
   } else {
     parts.push(`${roles.join(', ')} only`);
   }
@@ -45,7 +54,7 @@ function describeMode(config: Config): string {
  * and chDB's start and migrations use that time instead of following it.
  */
 async function openStores(config: Config, logger: Logger) {
-  const needsDatabase = config.roles.has('ingest') || config.roles.has('relay');
+  const needsDatabase = config.roles.has('ingest') || config.roles.has('relay') || config.roles.has('webhooks');
   if (config.database.kind === 'pglite') await mkdir(config.dataDir, { recursive: true });
   const openDb = async (): Promise<Database | undefined> => {
     if (!needsDatabase) return undefined;
@@ -94,7 +103,10 @@ async function main() {
   const config = loadConfig(undefined, { service: process.argv[2] });
   requireSecretsKey(config);
   const logger = createLogger(config.logLevel);
-  const [{ db, warehouse }, [{ startIngest }, { startProcessors }, { serveSqlEndpoint }]] = await Promise.all([openStores(config, logger), loadModules()]);
+  const [{ db, warehouse }, [{ startIngest }, { startProcessors }, { serveSqlEndpoint }, { serveOpsEndpoint }]] = await Promise.all([
+    openStores(config, logger),
+    loadModules(),
+  ]);
   const ingest = config.roles.has('ingest') && db ? await startIngest({ config, db, warehouse, logger }) : undefined;
   const processors = await startProcessors({ config, db, warehouse, logger });
   // The embedded warehouse is this process's alone: analysts' queries come in through its SQL endpoint.
@@ -103,7 +115,9 @@ async function main() {
       ? await serveSqlEndpoint({ warehouse, config: config.analytics, dataDir: config.dataDir, logger })
       : undefined;
   if (sqlEndpoint) logger.info({ url: sqlEndpoint.url }, 'SQL endpoint for npm run sql served (operator token in the data directory)');
-  closeOnSignals(logger, [ingest, processors, sqlEndpoint, warehouse, db]);
+  // Likewise the embedded database: `npm run ops` runs its commands through this process.
+  const opsEndpoint = db && config.database.kind === 'pglite' ? await serveOpsEndpoint({ db, dataDir: config.dataDir, logger }) : undefined;
+  closeOnSignals(logger, [ingest, processors, sqlEndpoint, opsEndpoint, warehouse, db]);
 
   if (!ingest) {
     logger.info({ roles: [...config.roles], mode: describeMode(config) }, 'started');

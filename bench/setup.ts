@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Database } from '../core/db.js';
+import { systemContext } from '../domain/audit/audit.js';
 import { issueProgramKey } from '../domain/programs/api-keys.js';
 import { createPartner, createProgram, type ProgramSettings } from '../domain/programs/programs.js';
 
@@ -82,10 +83,10 @@ export async function seedProgram(
   label: string,
   options: { commissionType?: ProgramSettings['commission_type']; affCode?: string } = {},
 ): Promise<SeededProgram> {
-  const program = await createProgram(db, workspaceId, programSettings(`Bench program ${label}`, options.commissionType ?? 'percent'));
+  const program = await createProgram(db, workspaceId, programSettings(`Bench program ${label}`, options.commissionType ?? 'percent'), systemContext('bench'));
   const { apiKey } = await issueProgramKey(db, program.id);
   const affCode = options.affCode ?? `bench-${label}`;
-  const partner = await createPartner(db, program.id, { name: `Bench partner ${label}`, email: `partner-${label}@bench.example`, affCode });
+  const partner = await createPartner(db, program.id, { name: `Bench partner ${label}`, email: `partner-${label}@bench.example`, affCode }, systemContext('bench'));
   return { programId: program.id, apiKey, affCode: partner.affCode };
 }
 

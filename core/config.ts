@@ -22,7 +22,7 @@ const EnvSchema = z.object({
   PROCESSOR_WEBHOOK_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(6_000),
   CLICKHOUSE_URL: z.string().optional(),
   PIPELINE: z.enum(['on', 'off']).default('on'),
-  SERVICE: z.enum(['all', 'ingest', 'relay', 'loader']).optional(),
+  SERVICE: z.enum(['all', 'ingest', 'relay', 'loader', 'webhooks']).optional(),
   KAFKA_BROKERS: z.string().optional(),
   KAFKA_CLIENT: z.enum(['kafkajs', 'platformatic']).default('kafkajs'),
   KAFKA_CLIENT_ID: z.string().min(1).default('affiliate-tracking'),
@@ -35,6 +35,15 @@ const EnvSchema = z.object({
   LOADER_FLUSH_MS: z.coerce.number().int().min(10).max(60_000).default(500),
   LOADER_MIN_BATCH_BYTES: z.coerce.number().int().min(1).max(64 * 1024 * 1024).default(256 * 1024),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  // Outgoing webhooks (issue 32): private, loopback, link-local and metadata addresses (and http://)
+  // are refused unless this is true (tests and local use); the dispatcher's consumer group; how long
+  // one attempt may take, connecting included.
+  WEBHOOK_ALLOW_PRIVATE_URLS: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
+  WEBHOOKS_GROUP_ID: z.string().min(1).default('ats-webhooks'),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // The proxies in front of ingest, by address or CIDR (`10.0.0.5,10.1.0.0/16`); `false`: none.
   // `true` (trust every hop) lets any client pick its address with X-Forwarded-For, so it is refused.
@@ -108,6 +117,9 @@ const EnvSchema = z.object({
     .transform((v) => v === 'true'),
 });
 
+/** Every variable the service reads (docker-compose.yml's services are checked against it: tests/docker-compose.test.ts). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+
 /** An IPv4 or IPv6 address, optionally with a /prefix. */
 function isAddressOrCidr(value: string): boolean {
   const [address, prefix, ...rest] = value.split('/');
@@ -166,7 +178,14 @@ export interface ProcessorConfig {
  */
 export type PipelineConfig = { kind: 'embedded'; warehouse: WarehouseConfig } | { kind: 'off' };
 
-export type ServiceRole = 'ingest' | 'relay' | 'loader';
+export type ServiceRole = 'ingest' | 'relay' | 'loader' | 'webhooks';
+
+/** Outgoing webhooks (issue 32): who may be sent to, the dispatcher's consumer group, an attempt's time limit. */
+export interface WebhooksConfig {
+  allowPrivateUrls: boolean;
+  groupId: string;
+  timeoutMs: number;
+}
 
 export interface KafkaConfig {
   brokers: string[];
@@ -218,6 +237,7 @@ export interface Config {
   warehouse: WarehouseConfig;
   relay: RelayConfig;
   loader: LoaderConfig;
+  webhooks: WebhooksConfig;
   /** Analysts' SQL (analytics/): the operator endpoint of the embedded process, the limits of every query. */
   analytics: AnalyticsConfig;
   /** Where the relay and loader serve /metrics; undefined: not served. */
@@ -225,10 +245,11 @@ export interface Config {
 }
 
 const ROLES: Record<'all' | ServiceRole, ServiceRole[]> = {
-  all: ['ingest', 'relay', 'loader'],
+  all: ['ingest', 'relay', 'loader', 'webhooks'],
   ingest: ['ingest'],
   relay: ['relay'],
   loader: ['loader'],
+  webhooks: ['webhooks'],
 };
 
 /**
@@ -254,7 +275,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!e.DATABASE_URL && service === 'relay') {
     problems.push(`  SERVICE=relay needs DATABASE_URL: the embedded Postgres (PGlite) lives in one process, so run SERVICE=all`);
   }
-  if (!brokers.length && (service === 'relay' || service === 'loader')) {
+  if (!e.DATABASE_URL && service === 'webhooks') {
+    problems.push(`  SERVICE=webhooks needs DATABASE_URL: the embedded Postgres (PGlite) lives in one process, so run SERVICE=all`);
+  }
+  if (!brokers.length && (service === 'relay' || service === 'loader' || service === 'webhooks')) {
     problems.push(`  SERVICE=${service} needs KAFKA_BROKERS: without Kafka the relay and the loader run together in one process (SERVICE=all)`);
   }
   if (problems.length) throw new Error(`Invalid configuration:\n${problems.join('\n')}`);
@@ -273,6 +297,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     warehouse,
     relay: { batchSize: e.RELAY_BATCH_SIZE, pollIntervalMs: e.RELAY_POLL_MS },
     loader: { groupId: e.LOADER_GROUP_ID, flushIntervalMs: e.LOADER_FLUSH_MS, minBatchBytes: e.LOADER_MIN_BATCH_BYTES },
+    webhooks: { allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS, groupId: e.WEBHOOKS_GROUP_ID, timeoutMs: e.WEBHOOK_TIMEOUT_MS },
     analytics: {
       endpoint: { host: e.SQL_HOST, port: e.SQL_PORT },
       limits: { maxExecutionSeconds: e.SQL_MAX_EXECUTION_SECONDS, maxMemoryBytes: e.SQL_MAX_MEMORY_BYTES },

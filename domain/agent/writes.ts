@@ -6,7 +6,8 @@
  */
 import { isUniqueViolation, sql, type Database, type Queryable } from '../../core/db.js';
 import { refused } from '../errors.js';
-import { insertPartner } from '../programs/programs.js';
+import { recordAudit, type AuditContext } from '../audit/audit.js';
+import { insertPartner, linkEntry, partnerCreatedEntry } from '../programs/programs.js';
 import { logTestEvent, type TestEventType } from '../tracking/test-events.js';
 
 /** Who writes: the agent key and its workspace. */
@@ -74,7 +75,7 @@ export interface AgentPartner {
  * natural key: sent again with the same name and email it answers the partner it created
  * (`existing`, nothing written but the audit entry); a code used otherwise is refused.
  */
-export async function createAgentPartner(db: Database, actor: AgentActor, programId: number, input: AgentPartnerInput): Promise<AgentPartner> {
+export async function createAgentPartner(db: Database, actor: AgentActor, programId: number, input: AgentPartnerInput, by: AuditContext): Promise<AgentPartner> {
   const attempt = () =>
     db.transaction(async (tx) => {
       const link = await tx.one<{ program_id: number | null; partner_id: number | null; partner_program_id: number | null; name: string | null; email: string | null; status: string | null }>(
@@ -97,6 +98,7 @@ export async function createAgentPartner(db: Database, actor: AgentActor, progra
       }
       const created = await insertPartner(tx, programId, { name: input.name, email: input.email, affCode: input.affCode });
       await audit(tx, actor, programId, 'partner.create', input.affCode, 'created', { partner_id: created.partnerId, name: input.name });
+      await recordAudit(tx, by, partnerCreatedEntry(programId, input, created));
       return { outcome: 'created' as const, ...created };
     });
   try {
@@ -109,12 +111,15 @@ export async function createAgentPartner(db: Database, actor: AgentActor, progra
 }
 
 /** Turns a referral link of the program on or off; setting the state it already has changes nothing. */
-export async function setAgentLink(db: Database, actor: AgentActor, programId: number, affCode: string, enabled: boolean) {
+export async function setAgentLink(db: Database, actor: AgentActor, programId: number, affCode: string, enabled: boolean, by: AuditContext) {
   return db.transaction(async (tx) => {
     const link = await tx.one<{ aff_code: string; enabled: boolean; partner_id: number | null }>(q.lockLink, [programId, affCode]);
     if (!link) throw refused({ reason: 'link_not_found' });
     const outcome: WriteOutcome = link.enabled === enabled ? 'unchanged' : 'updated';
-    if (outcome === 'updated') await tx.many(q.setLink, [programId, affCode, enabled]);
+    if (outcome === 'updated') {
+      await tx.many(q.setLink, [programId, affCode, enabled]);
+      await recordAudit(tx, by, linkEntry(programId, link, link.enabled, enabled));
+    }
     await audit(tx, actor, programId, enabled ? 'link.enable' : 'link.disable', affCode, outcome, { enabled });
     return { outcome, affCode, enabled };
   });

@@ -1,5 +1,6 @@
 import type { SecretBox } from '../../core/secret-box.js';
 import { sql, type Database, type Queryable, type Transaction } from '../../core/db.js';
+import { recordAudit, type AuditContext } from '../audit/audit.js';
 
 /**
  * Which workspace a processor account belongs to (issue 27, point 3; schemas/postgres/0024). A
@@ -96,13 +97,21 @@ export type ConnectOutcome = 'connected' | 'taken';
  * then points the program at it; the account the program leaves is released when no program of
  * the workspace uses it any more.
  */
-export function connectProcessor(db: Database, box: SecretBox, c: ConnectInput): Promise<ConnectOutcome> {
+export function connectProcessor(db: Database, box: SecretBox, c: ConnectInput, by: AuditContext): Promise<ConnectOutcome> {
   const sealed = box.seal(c.webhookSecret, context(c.accountId));
   return db.transaction(async (tx) => {
     const before = await tx.one<{ account_id: string }>(q.connectionOf, [c.programId]);
     if (!(await claim(tx, box, c, sealed))) return 'taken';
     await tx.many(q.connect, [c.programId, c.accountId]);
     if (before && before.account_id !== c.accountId) await release(tx, before.account_id, c.workspaceId);
+    // The account, never its webhook secret: connecting again with a new secret is a rotation, shown as such.
+    await recordAudit(tx, by, {
+      action: 'processor_connection.connected',
+      programId: c.programId,
+      target: { type: 'processor_connection', id: c.programId },
+      before: before ? { account_id: before.account_id } : null,
+      after: { account_id: c.accountId, webhook_secret: '[redacted]' },
+    });
     return 'connected';
   });
 }
@@ -126,11 +135,19 @@ async function claim(tx: Transaction, box: SecretBox, c: ConnectInput, sealed: s
 }
 
 /** True when a connection was removed; the account is released when the workspace connects no other program to it. */
-export function disconnectProcessor(db: Database, programId: number, workspaceId: number): Promise<boolean> {
+export function disconnectProcessor(db: Database, programId: number, workspaceId: number, by: AuditContext): Promise<boolean> {
   return db.transaction(async (tx) => {
     const removed = await tx.one<{ account_id: string }>(q.disconnect, [programId]);
-    if (removed) await release(tx, removed.account_id, workspaceId);
-    return removed !== undefined;
+    if (!removed) return false;
+    await release(tx, removed.account_id, workspaceId);
+    await recordAudit(tx, by, {
+      action: 'processor_connection.disconnected',
+      programId,
+      target: { type: 'processor_connection', id: programId },
+      before: { account_id: removed.account_id },
+      after: null,
+    });
+    return true;
   });
 }
 

@@ -1,6 +1,7 @@
 import { sql, type Database } from '../../core/db.js';
 import { createBatchedStatement } from '../batched-statement.js';
 import { hashSecret, maskSecret, newProgramKey } from '../access/secrets.js';
+import { recordAudit, type AuditContext } from '../audit/audit.js';
 
 export interface ProgramKey {
   programId: number;
@@ -33,6 +34,7 @@ const q = {
            rotation_marked_at = NULL, rotation_deadline = NULL
      RETURNING key_masked AS "masked"`,
   ),
+  masked: sql('api_keys.masked', `SELECT key_masked AS "masked" FROM program_api_keys WHERE program_id = $1 FOR UPDATE`),
   mark: sql(
     'api_keys.mark_rotation',
     `UPDATE program_api_keys SET rotation_marked_at = now(), rotation_deadline = $2
@@ -67,6 +69,25 @@ export async function issueProgramKey(db: Pick<Database, 'one'>, programId: numb
   const apiKey = newProgramKey();
   const row = await db.one<{ masked: string }>(q.upsert, [programId, hashSecret(apiKey), maskSecret(apiKey)]);
   return { apiKey, masked: row!.masked };
+}
+
+/**
+ * A brand (re)generating its program's key: the key of issueProgramKey, and an audit entry with the
+ * masked keys before and after (never the key or its hash).
+ */
+export async function regenerateProgramKey(db: Database, programId: number, by: AuditContext): Promise<{ apiKey: string; masked: string }> {
+  return db.transaction(async (tx) => {
+    const before = await tx.one<{ masked: string }>(q.masked, [programId]);
+    const issued = await issueProgramKey(tx, programId);
+    await recordAudit(tx, by, {
+      action: 'program.api_key_generated',
+      programId,
+      target: { type: 'program', id: programId },
+      before: before ? { api_token_masked: before.masked } : null,
+      after: { api_token_masked: issued.masked },
+    });
+    return issued;
+  });
 }
 
 export async function markKeyForRotation(db: Database, programId: number, deadline: Date) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isUniqueViolation, sql, type Database, type Queryable } from '../../core/db.js';
+import { recordAudit, type AuditContext } from '../audit/audit.js';
 import { issueProgramKey } from './api-keys.js';
 import type { CommissionType } from '../tracking/commissions.js';
 import { partnerProgramChanged } from '../../schemas/event-contract.js';
@@ -39,6 +40,8 @@ const q = {
                            lead_auth, payment_tracking_mode, allowed_origins)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
   ),
+  // The program before a change, locked: the audit entry's before is the state the change replaced.
+  lock: sql('programs.lock', `SELECT id FROM programs WHERE id = $1 FOR UPDATE`),
   view: sql('programs.view', `SELECT ${PROGRAM_VIEW} FROM programs p LEFT JOIN program_api_keys k ON k.program_id = p.id WHERE p.id = $1`),
   update: sql(
     'programs.update',
@@ -59,6 +62,7 @@ const q = {
     'referral_links.insert',
     `INSERT INTO referral_links (aff_code, program_id, partner_id, partner_program_id) VALUES ($1, $2, $3, $4)`,
   ),
+  lockLink: sql('referral_links.lock', `SELECT aff_code, enabled, partner_id FROM referral_links WHERE program_id = $1 AND aff_code = $2 FOR UPDATE`),
   setLink: sql(
     'referral_links.set_enabled',
     `UPDATE referral_links SET enabled = $3, updated_at = now() WHERE program_id = $1 AND aff_code = $2
@@ -82,24 +86,31 @@ export async function getProgram(db: Queryable, programId: number): Promise<Prog
 }
 
 /** A new program with its key (created now, shown only by a later generate request). */
-export async function createProgram(db: Database, workspaceId: number, s: ProgramSettings): Promise<ProgramView> {
+export async function createProgram(db: Database, workspaceId: number, s: ProgramSettings, by: AuditContext): Promise<ProgramView> {
   return db.transaction(async (tx) => {
     const { id } = (await tx.one<{ id: number }>(q.insert, [
       workspaceId, s.name, s.domain, s.commission_type, s.commission_rate, s.attribution_window_days, s.lead_auth,
       s.paymentTrackingMode, s.allowed_origins,
     ]))!;
     await issueProgramKey(tx, id);
-    return (await getProgram(tx, id))!;
+    const program = (await getProgram(tx, id))!;
+    await recordAudit(tx, by, { action: 'program.created', programId: id, target: { type: 'program', id }, before: null, after: program });
+    return program;
   });
 }
 
-export async function updateProgram(db: Database, programId: number, s: Partial<ProgramSettings>): Promise<ProgramView> {
+/** Settings and commission terms alike; the audit entry holds the whole program before and after. */
+export async function updateProgram(db: Database, programId: number, s: Partial<ProgramSettings>, by: AuditContext): Promise<ProgramView> {
   return db.transaction(async (tx) => {
+    await tx.many(q.lock, [programId]);
+    const before = await getProgram(tx, programId);
     await tx.many(q.update, [
       programId, s.name ?? null, s.domain ?? null, s.commission_type ?? null, s.commission_rate ?? null,
       s.attribution_window_days ?? null, s.lead_auth ?? null, s.paymentTrackingMode ?? null, s.allowed_origins ?? null,
     ]);
-    return (await getProgram(tx, programId))!;
+    const after = (await getProgram(tx, programId))!;
+    await recordAudit(tx, by, { action: 'program.updated', programId, target: { type: 'program', id: programId }, before, after });
+    return after;
   });
 }
 
@@ -130,19 +141,47 @@ export async function insertPartner(tx: Queryable, programId: number, p: NewPart
   return { partnerId, partnerProgramId: junction.id, affCode: p.affCode, status: junction.status };
 }
 
+/** The audit entry of a new partner (console and agent alike). */
+export const partnerCreatedEntry = (programId: number, p: { name: string; email?: string | undefined }, created: CreatedPartner) => ({
+  action: 'partner.created' as const,
+  programId,
+  target: { type: 'partner', id: created.partnerId },
+  before: null,
+  after: { partner_id: created.partnerId, partner_program_id: created.partnerProgramId, name: p.name, email: p.email ?? null, aff_code: created.affCode, status: created.status },
+});
+
 /** A partner with an approved partner-program record and one referral link. */
-export async function createPartner(db: Database, programId: number, p: NewPartner): Promise<CreatedPartner> {
+export async function createPartner(db: Database, programId: number, p: NewPartner, by: AuditContext): Promise<CreatedPartner> {
   const affCode = p.affCode ?? newAffCode();
   try {
-    return await db.transaction((tx) => insertPartner(tx, programId, { ...p, affCode }));
+    return await db.transaction(async (tx) => {
+      const created = await insertPartner(tx, programId, { ...p, affCode });
+      await recordAudit(tx, by, partnerCreatedEntry(programId, p, created));
+      return created;
+    });
   } catch (error) {
     if (isUniqueViolation(error, 'referral_links_aff_code_key')) throw refused({ reason: 'aff_code_taken' });
     throw error;
   }
 }
 
-export async function setLinkEnabled(db: Database, programId: number, affCode: string, enabled: boolean) {
-  const row = await db.one<{ aff_code: string; enabled: boolean; partner_id: number | null }>(q.setLink, [programId, affCode, enabled]);
-  if (!row) throw refused({ reason: 'link_not_found' });
-  return row;
+/** The audit entry of a link turned on or off (console and agent alike). */
+export const linkEntry = (programId: number, link: { aff_code: string; partner_id: number | null }, before: boolean, after: boolean) => ({
+  action: after ? ('link.enabled' as const) : ('link.disabled' as const),
+  programId,
+  target: { type: 'link', id: link.aff_code },
+  before: { aff_code: link.aff_code, partner_id: link.partner_id, enabled: before },
+  after: { aff_code: link.aff_code, partner_id: link.partner_id, enabled: after },
+});
+
+/** Turns a link on or off; setting the state it has writes nothing, so leaves no audit entry. */
+export async function setLinkEnabled(db: Database, programId: number, affCode: string, enabled: boolean, by: AuditContext) {
+  return db.transaction(async (tx) => {
+    const before = await tx.one<{ aff_code: string; enabled: boolean; partner_id: number | null }>(q.lockLink, [programId, affCode]);
+    if (!before) throw refused({ reason: 'link_not_found' });
+    if (before.enabled === enabled) return before;
+    const row = (await tx.one<{ aff_code: string; enabled: boolean; partner_id: number | null }>(q.setLink, [programId, affCode, enabled]))!;
+    await recordAudit(tx, by, linkEntry(programId, row, before.enabled, row.enabled));
+    return row;
+  });
 }

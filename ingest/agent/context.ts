@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import type { Principal } from '../../domain/access/access.js';
+import { auditContextOf } from '../http/audit.js';
 import type { Auth } from '../http/auth.js';
 import type { AgentContext, AgentOperation } from './operations.js';
 
@@ -32,6 +33,7 @@ export async function operationContext(auth: Auth, deps: ContextDeps, request: F
     warehouse: deps.warehouse,
     clock: deps.clock,
     actor: { keyId: Number(principal.keyId), workspaceId: principal.workspaceId },
+    audit: auditContextOf(request),
     program,
   };
 }

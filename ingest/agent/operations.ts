@@ -9,11 +9,14 @@ import type { Warehouse } from '../../core/warehouse.js';
 import { clicksPage } from '../../queries/clicks.js';
 import { performance } from '../../queries/performance.js';
 import type { AgentScope, AuthorizedProgram } from '../../domain/access/access.js';
+import type { AuditContext } from '../../domain/audit/audit.js';
 import { commissionReconciliation, commissionsPage, partnersPage, programCounts, programsOfWorkspace, salesPage, topPartners, type ListFilter } from '../../domain/agent/reads.js';
 import { createAgentPartner, runAgentTestEvent, setAgentLink, type AgentActor } from '../../domain/agent/writes.js';
 import { integrationFacts, integrationStatus } from '../../domain/programs/integration-status.js';
 import { getProgram, referralUrl } from '../../domain/programs/programs.js';
 import { PerformanceOk, PerformanceQuery, StatusOk } from '../dashboard/schemas.js';
+import { AUDIT_OPERATIONS } from './audit-operation.js';
+import { MONEY_OPERATIONS } from './money-operations.js';
 import * as S from './schemas.js';
 
 /** What an operation runs with: the key's workspace and id, and the program the check allowed. */
@@ -22,6 +25,8 @@ export interface AgentContext {
   warehouse: Warehouse | undefined;
   clock: () => number;
   actor: AgentActor;
+  /** The key and the request, for the audit entries of its writes. */
+  audit: AuditContext;
   /** Set for every operation on a program (all but list_programs). */
   program: AuthorizedProgram | undefined;
 }
@@ -296,7 +301,7 @@ export const OPERATIONS: readonly AgentOperation[] = [
     annotations: { readOnlyHint: false, idempotentHint: true, destructiveHint: false },
     async run(ctx, { body }) {
       const id = programIdOf(ctx);
-      const partner = await createAgentPartner(ctx.db, ctx.actor, id, { name: body.name, email: body.email, affCode: body.aff_code });
+      const partner = await createAgentPartner(ctx.db, ctx.actor, id, { name: body.name, email: body.email, affCode: body.aff_code }, ctx.audit);
       const program = (await getProgram(ctx.db, id))!;
       return {
         data: {
@@ -322,7 +327,7 @@ export const OPERATIONS: readonly AgentOperation[] = [
     // Turning a live link off stops its clicks being recorded: destructive, though reversible.
     annotations: { readOnlyHint: false, idempotentHint: true, destructiveHint: true },
     async run(ctx, { params, body }) {
-      const link = await setAgentLink(ctx.db, ctx.actor, programIdOf(ctx), params.affCode as string, body.enabled as boolean);
+      const link = await setAgentLink(ctx.db, ctx.actor, programIdOf(ctx), params.affCode as string, body.enabled as boolean, ctx.audit);
       return { data: { aff_code: link.affCode, enabled: link.enabled, changed: link.outcome === 'updated' } };
     },
   }),
@@ -341,4 +346,8 @@ export const OPERATIONS: readonly AgentOperation[] = [
       return { data: { created: run.outcome === 'created', event_type: run.eventType, reference: run.reference, created_at: iso(run.createdAt) } };
     },
   }),
+  // The ledger and payouts (issue 34): reads only.
+  ...MONEY_OPERATIONS,
+  // The audit log (issue 32).
+  ...AUDIT_OPERATIONS,
 ];

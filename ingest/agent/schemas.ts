@@ -82,7 +82,11 @@ export const PartnersCursor = listCursor('partners', 'postgres', 'bigint');
 export const ClicksCursor = listCursor('clicks', 'warehouse', 'text');
 
 export const SalesQuery = listQuery(SalesCursor, ['paid', 'refunded', 'chargeback'], 'Only sales in this state; the range applies to the time of payment (occurred_at)');
-export const CommissionsQuery = listQuery(CommissionsCursor, ['pending', 'reversed'], 'Only commissions in this state; the range applies to their creation');
+export const CommissionsQuery = listQuery(
+  CommissionsCursor,
+  ['pending', 'held', 'approved', 'processing', 'paid', 'reversed'],
+  'Only commissions in this state (as reads show it: pending past its hold end is approved); the range applies to their creation',
+);
 export const PartnersQuery = listQuery(PartnersCursor, ['pending', 'approved', 'rejected', 'removed'], 'Only partner-program records in this state');
 export const ClicksQuery = listQuery(ClicksCursor, ['real', 'test'], 'real or test clicks only');
 

@@ -6,6 +6,7 @@ import { paymentsStep } from '../../domain/payments/payment-step.js';
 import { connectProcessor, disconnectProcessor, PREVIOUS_SECRET_HOURS } from '../../domain/payments/account-owners.js';
 import { processorConnection } from '../../domain/payments/connections.js';
 import { getProgram } from '../../domain/programs/programs.js';
+import { auditContextOf } from '../http/audit.js';
 import { createAuth } from '../http/auth.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { ApiError } from '../http/errors.js';
@@ -86,7 +87,7 @@ export const processorConnectionRoutes: FastifyPluginAsync<ProcessorConnectionDe
         accountId: request.body.account_id,
         webhookSecret: request.body.webhook_secret,
         previousUntil: new Date(clock() + PREVIOUS_SECRET_HOURS * 3_600_000),
-      });
+      }, auditContextOf(request));
       if (outcome === 'taken') throw new ApiError(409, M.processor.accountTaken);
       return { data: await view(request, programId) };
     },
@@ -106,7 +107,7 @@ export const processorConnectionRoutes: FastifyPluginAsync<ProcessorConnectionDe
     async (request) => {
       const { programId } = request.params;
       const program = (await getProgram(db, programId))!;
-      await disconnectProcessor(db, programId, Number(program.workspace_id));
+      await disconnectProcessor(db, programId, Number(program.workspace_id), auditContextOf(request));
       return { data: await view(request, programId) };
     },
   );

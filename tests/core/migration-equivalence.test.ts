@@ -95,10 +95,14 @@ describe.each(databaseKinds())('the schema from the stripped migrations and func
   let fresh: TestDatabase;
   let today: TestDatabase;
   let expected: Awaited<ReturnType<typeof schemaOf>>;
+  let fixture: Awaited<ReturnType<typeof schemaOf>>;
 
   beforeAll(async () => {
     fresh = await createTestDatabase(kind, 2);
     today = await createTestDatabase(kind, 2, FIXTURE_0024);
+    fixture = await schemaOf(today.db);
+    // The migrations added since (0025 on) and the function files as they are now, applied at start.
+    await migrate(today.db);
     expected = await schemaOf(today.db);
   });
   afterAll(async () => {
@@ -106,10 +110,10 @@ describe.each(databaseKinds())('the schema from the stripped migrations and func
     await today?.drop();
   });
 
-  it('is exactly the schema of the migrations that defined the functions', async () => {
-    expect(expected.functions.length).toBe(25);
+  it('is exactly the schema of the migrations that defined the functions, upgraded by the migrations since', async () => {
+    expect(fixture.functions.length).toBe(25);
+    expect(fixture.migrations.length).toBe(22);
     expect(expected.types.length).toBeGreaterThan(0);
-    expect(expected.migrations.length).toBe(22);
     expect(await schemaOf(fresh.db)).toEqual(expected);
   });
 

@@ -15,10 +15,12 @@ import { sql } from '../../core/db.js';
 import { migrate, POSTGRES_MIGRATIONS_DIR } from '../../core/migrate.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from '../support/app.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases.js';
-import { FIXTURE_0024, fixtureBefore } from '../support/schema-fixture.js';
+import { auditLogForOldSchema, FIXTURE_0024, fixtureBefore } from '../support/schema-fixture.js';
 import { accountId, charge, checkoutSession, connectAccount, deliver, dispute, event, id, partlyRefundedProcessorSale, webhookSecret } from '../support/processor.js';
 
 const FUNCTIONS_DIR = join(POSTGRES_MIGRATIONS_DIR, 'functions');
+/** The numbered migrations added after the fixture (0025 on): an upgraded database applies them too. */
+const laterMigrations = async () => (await readdir(POSTGRES_MIGRATIONS_DIR)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f) && f > '0025').sort();
 
 const q = {
   functions: sql('test.upgrade_schema_functions', `SELECT name, checksum FROM schema_functions ORDER BY name`),
@@ -28,6 +30,16 @@ const q = {
        FROM sale_events s LEFT JOIN commissions c ON c.sale_id = s.id WHERE s.transaction_id = $1 AND NOT s.test`,
   ),
   partials: sql('test.upgrade_partials', `SELECT count(*)::int AS n FROM partial_refunds`),
+  // 0025 wrote the ledger of the commissions already there: each one's entries sum to what it is worth now.
+  ledger: sql(
+    'test.upgrade_ledger',
+    `SELECT count(*)::int AS commissions,
+            count(*) FILTER (WHERE (SELECT COALESCE(sum(e.amount_minor), 0) FROM ledger_entries e WHERE e.commission_id = c.id)
+                                   <> CASE WHEN c.status = 'reversed' THEN 0 ELSE c.amount_cents END)::int AS wrong,
+            (SELECT count(*) FROM ledger_entries)::int AS entries,
+            (SELECT count(*) FROM outbox WHERE event_type = 'ledger_entry.recorded')::int AS events
+       FROM commissions c`,
+  ),
 };
 
 /** The tracking and payment calls of one program, as a test's client makes them. */
@@ -65,6 +77,7 @@ describe.each(databaseKinds())('upgrading a database built by the numbered migra
 
   beforeAll(async () => {
     t = await createTestDatabase(kind, 1, FIXTURE_0024);
+    await auditLogForOldSchema.create(t.db);
     app = await buildTestApp(t.db);
     p = await createTestProgram(app, t.db);
   });
@@ -80,7 +93,7 @@ describe.each(databaseKinds())('upgrading a database built by the numbered migra
   };
   const sale = (transactionId: string) => t.db.one<{ status: string; refunded: number; commission_status: string | null }>(q.sale, [transactionId]);
 
-  it('applies no numbered migration, records every function file, and the old data keeps working on the same connection', { timeout: 120_000 }, async () => {
+  it('applies the numbered migrations added since (0025 on) and every function file, and the old data keeps working on the same connection', { timeout: 120_000 }, async () => {
     const c = client(app, p);
     // Data written by the functions as the numbered migrations defined them.
     const before = await c.paidCustomer();
@@ -98,7 +111,11 @@ describe.each(databaseKinds())('upgrading a database built by the numbered migra
     expect(await ok(event('charge.refunded', charge({ payment_intent: laterPayment })))).toMatchObject({ outcome: 'waiting' });
 
     const files = (await readdir(FUNCTIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
-    expect(await migrate(t.db)).toEqual(files.map((f) => `functions/${f}`));
+    await auditLogForOldSchema.drop(t.db);
+    expect(await migrate(t.db)).toEqual([...(await laterMigrations()), ...files.map((f) => `functions/${f}`)]);
+    const ledger = (await t.db.one<{ commissions: number; wrong: number; entries: number; events: number }>(q.ledger))!;
+    expect(ledger.commissions).toBeGreaterThanOrEqual(3);
+    expect(ledger).toMatchObject({ wrong: 0, events: ledger.entries });
     const checksums = await Promise.all(
       files.map(async (f) => ({ name: f.slice(0, -'.sql'.length), checksum: createHash('sha256').update(await readFile(join(FUNCTIONS_DIR, f))).digest('hex') })),
     );
@@ -147,6 +164,7 @@ describe.each(databaseKinds())('a migration that changes column types, on %s', (
   beforeAll(async () => {
     oldSchema = await fixtureBefore(TYPE_CHANGE);
     t = await createTestDatabase(kind, 1, oldSchema);
+    await auditLogForOldSchema.create(t.db);
     app = await buildTestApp(t.db);
     p = await createTestProgram(app, t.db);
   });
@@ -163,8 +181,9 @@ describe.each(databaseKinds())('a migration that changes column types, on %s', (
     expect(firstRefund.statusCode).toBe(200);
 
     // The type change, then every function applied again (their text did not change: the catalog row does).
+    await auditLogForOldSchema.drop(t.db);
     const applied = await migrate(t.db);
-    expect(applied.filter((f) => !f.startsWith('functions/'))).toEqual([TYPE_CHANGE, '0024_processor_account_owners.sql']);
+    expect(applied.filter((f) => !f.startsWith('functions/'))).toEqual([TYPE_CHANGE, '0024_processor_account_owners.sql', ...(await laterMigrations())]);
     expect(applied).toContain('functions/record_refund.sql');
 
     const refund = await c.post('/api/v1/track/refund', { transaction_id: before.sales[1], reason: 'chargeback' });

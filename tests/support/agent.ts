@@ -8,6 +8,8 @@ import { sql, type Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { AGENT_SCOPES, type AgentScope } from '../../domain/access/access.js';
 import { issueAgentKey } from '../../domain/access/agent-keys.js';
+import { systemContext } from '../../domain/audit/audit.js';
+import { createPayouts } from '../../domain/ledger/payouts.js';
 import { OPERATIONS, type AgentOperation } from '../../ingest/agent/operations.js';
 import { buildTestApp, createTestProgram, unlimitedRateLimits, type TestProgram } from './app.js';
 import { createTestDatabase, type DatabaseKind, type TestDatabase } from './databases.js';
@@ -35,6 +37,11 @@ export async function agentWorld(kind: DatabaseKind, warehouse: Warehouse, journ
   const full = await issueAgentKey(t.db, a.workspace.workspaceId, 'full', AGENT_SCOPES);
   const other = await issueAgentKey(t.db, b.workspace.workspaceId, 'other', AGENT_SCOPES);
   const readOnly = await issueAgentKey(t.db, a.workspace.workspaceId, 'programs only', ['programs:read']);
+  // A payout of A's commissions (issue 34), for the payout reads.
+  await t.db.many(sql('t.agent_payable', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE program_id = $1 AND status = 'pending'`), [a.programId]);
+  await t.db.many(sql('t.agent_minimum', `UPDATE programs SET payout_minimum_minor = 1 WHERE id = $1`), [a.programId]);
+  const run = await createPayouts(t.db, a.programId, new Date(), undefined, systemContext('test'));
+  if (run.payouts[0]) payoutOf.set(a.programId, run.payouts[0].id);
   const deliver = () => embeddedDelivery(warehouse)(t.db);
   await deliver();
   return { t, app, a, b, keys: { a: full.agentKey, aId: full.id, b: other.agentKey, readOnly: readOnly.agentKey }, deliver };
@@ -43,6 +50,8 @@ export async function agentWorld(kind: DatabaseKind, warehouse: Warehouse, journ
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 let reference = 0;
+/** A payout of each program that has one (agentWorld makes one for A). */
+const payoutOf = new Map<number, string>();
 
 /** An example input of every operation on a program, as one flat object (the MCP tool's arguments). */
 export function exampleArguments(op: AgentOperation, program: TestProgram): Record<string, unknown> {
@@ -65,6 +74,16 @@ export function exampleArguments(op: AgentOperation, program: TestProgram): Reco
       return { programId: id, name: 'Agent partner', aff_code: `agent-${id}-${Date.now().toString(36)}-${reference}` };
     case 'set_link_enabled':
       return { programId: id, affCode: program.affCode, enabled: true };
+    case 'get_partner_balance':
+      return { programId: id, partnerId: program.partnerId };
+    case 'list_ledger_entries':
+      return { programId: id, partnerId: program.partnerId, limit: 3 };
+    case 'list_payouts':
+      return { programId: id, limit: 3 };
+    case 'get_payout':
+      return { programId: id, payoutId: payoutOf.get(id) ?? '00000000-0000-4000-8000-000000000000' };
+    case 'get_statement':
+      return { programId: id, period: new Date().toISOString().slice(0, 7) };
     case 'run_test_event':
       reference += 1;
       return { programId: id, event_type: 'lead', reference: `ref-${reference}` };
@@ -107,6 +126,10 @@ export interface AgentWriteCounts {
   commissions: number;
   fees: number;
   refunds: number;
+  /** Money moves (issue 34): no agent operation writes any. */
+  ledger_entries: number;
+  payouts: number;
+  approved: number;
 }
 
 export async function agentWriteCounts(db: Database): Promise<AgentWriteCounts> {
@@ -118,7 +141,8 @@ export async function agentWriteCounts(db: Database): Promise<AgentWriteCounts> 
               (SELECT count(*) FROM referral_links WHERE enabled)::int AS enabled_links, (SELECT count(*) FROM tracking_logs)::int AS tracking_logs,
               (SELECT count(*) FROM outbox)::int AS outbox, (SELECT count(*) FROM sale_events)::int AS sales,
               (SELECT count(*) FROM commissions)::int AS commissions, (SELECT count(*) FROM platform_fees)::int AS fees,
-              (SELECT count(*) FROM refunds)::int AS refunds`,
+              (SELECT count(*) FROM refunds)::int AS refunds, (SELECT count(*) FROM ledger_entries)::int AS ledger_entries,
+              (SELECT count(*) FROM payouts)::int AS payouts, (SELECT count(*) FROM commissions WHERE status <> 'pending')::int AS approved`,
     ),
   );
   return counts!;

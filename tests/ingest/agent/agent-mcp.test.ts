@@ -129,6 +129,9 @@ describe.each(databaseKinds())('agent MCP server on %s', (kind) => {
       commissions: before.commissions,
       fees: before.fees,
       refunds: before.refunds,
+      ledger_entries: before.ledger_entries,
+      payouts: before.payouts,
+      approved: before.approved,
     });
     const audit = await w.t.db.many<{ key_id: number; action: string; outcome: string }>(
       sql('t.mcp_audit', `SELECT key_id, action, outcome FROM agent_audit_log WHERE target IN ($1, 'click') AND program_id = $2 ORDER BY id`),
@@ -180,6 +183,9 @@ describe.each(databaseKinds())('agent MCP server on %s', (kind) => {
     list_commissions: { list: 'commissions', time: 'postgres', id: 'uuid' },
     list_partners: { list: 'partners', time: 'postgres', id: 'bigint' },
     list_clicks: { list: 'clicks', time: 'warehouse', id: 'text' },
+    list_ledger_entries: { list: 'ledger', time: 'postgres', id: 'bigint' },
+    list_payouts: { list: 'payouts', time: 'postgres', id: 'uuid' },
+    list_audit_log: { list: 'audit_log', time: 'postgres', id: 'bigint' },
   };
   const GOOD_TIME = { postgres: '2026-01-01 00:00:00.123456+00', warehouse: '2026-01-01 00:00:00.123456' };
   const GOOD_ID = { uuid: '0b7e4a5c-3f2d-4e1a-9c8b-7a6f5e4d3c2b', bigint: '42', text: '0b7e4a5c-3f2d-4e1a-9c8b-7a6f5e4d3c2b' };
@@ -226,24 +232,27 @@ describe.each(databaseKinds())('agent MCP server on %s', (kind) => {
           .filter((other) => other.list !== list)
           .map((other): [string, unknown] => [`a cursor of ${other.list}`, [other.list, GOOD_TIME[other.time], other.id === 'bigint' ? GOOD_ID.bigint : GOOD_ID.uuid]]),
       ];
+      // The list's other path parameters (a partner's ledger): the program's own.
+      const path = op.path.replace('/programs/:programId', '').replace(':partnerId', String(w.a.partnerId));
+      const pathArgs = op.path.includes(':partnerId') ? { partnerId: w.a.partnerId } : {};
       for (const [name, value] of cursors) {
         const cursor = encoded(value);
         const label = `${op.name}: ${name}`;
-        const http = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${op.path.replace('/programs/:programId', '')}?cursor=${cursor}`, headers: bearer(w.keys.a) });
+        const http = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${path}?cursor=${cursor}`, headers: bearer(w.keys.a) });
         expect(http.statusCode, label).toBe(400);
         expect(http.json(), label).toEqual({ data: null, error: { status: 400, name: 'BadRequestError', message, details: {} } });
-        const tool = await client.callTool({ name: op.name, arguments: { programId: w.a.programId, cursor } });
+        const tool = await client.callTool({ name: op.name, arguments: { programId: w.a.programId, ...pathArgs, cursor } });
         expect(tool.isError, label).toBe(true);
         expect(JSON.stringify(tool.content), label).toContain(message);
         expect(JSON.stringify(tool.content), label).not.toContain('Internal');
       }
       // The checks refuse only what is wrong: a well-formed cursor of this list reads a page.
-      const first = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${op.path.replace('/programs/:programId', '')}?limit=1`, headers: bearer(w.keys.a) });
+      const first = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${path}?limit=1`, headers: bearer(w.keys.a) });
       const issued = first.json().next_cursor as string | null;
       for (const cursor of [issued, encoded([list, at, good])].filter((c): c is string => c !== null)) {
-        const page = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${op.path.replace('/programs/:programId', '')}?cursor=${cursor}`, headers: bearer(w.keys.a) });
+        const page = await w.app.inject({ method: 'GET', url: `/api/agent/v1/programs/${w.a.programId}${path}?cursor=${cursor}`, headers: bearer(w.keys.a) });
         expect(page.statusCode, `${op.name}: ${page.body}`).toBe(200);
-        const tool = await client.callTool({ name: op.name, arguments: { programId: w.a.programId, cursor } });
+        const tool = await client.callTool({ name: op.name, arguments: { programId: w.a.programId, ...pathArgs, cursor } });
         expect(tool.isError, op.name).toBeFalsy();
       }
     }
