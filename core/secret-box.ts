@@ -102,10 +102,10 @@ async function createKeyFile(path: string): Promise<void> {
  * key file instead).
  */
 export function requireSecretsKey(config: { roles: ReadonlySet<string>; database: { kind: string }; secrets: SecretsConfig }): void {
-  if (!config.roles.has('ingest') || config.database.kind !== 'postgres' || config.secrets.key) return;
+  if ((!config.roles.has('ingest') && !config.roles.has('webhooks')) || config.database.kind !== 'postgres' || config.secrets.key) return;
   throw new Error(
-    'Invalid configuration:\n  SECRETS_KEY: required with DATABASE_URL for the ingest role. Every ingest process seals and opens ' +
-      "processor accounts' webhook secrets with it, so give them all the same one: 32 random bytes, base64 (openssl rand -base64 32). " +
+    'Invalid configuration:\n  SECRETS_KEY: required with DATABASE_URL for the ingest role and the webhooks role. Every such process seals ' +
+      "or opens processor accounts' and webhook endpoints' secrets with it, so give them all the same one: 32 random bytes, base64 (openssl rand -base64 32). " +
       'Keep it with your other secrets: sealed secrets do not open without it.',
   );
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { sql, type Database } from '../core/db.js';
 import { AGENT_SCOPES } from './access/access.js';
 import { issueAgentKey } from './access/agent-keys.js';
+import { systemContext } from './audit/audit.js';
 import { issueProgramKey } from './programs/api-keys.js';
 import { createPartner, createProgram } from './programs/programs.js';
 import { addMember, createSession, createWorkspace } from './access/workspaces.js';
@@ -51,9 +52,9 @@ export async function ensureDemo(db: Database, dataDir: string, siteOrigin: stri
     lead_auth: 'server_required',
     paymentTrackingMode: 's2s',
     allowed_origins: [siteOrigin],
-  });
+  }, systemContext('demo'));
   const { apiKey } = await issueProgramKey(db, program.id);
-  const partner = await createPartner(db, program.id, { name: 'Demo partner', email: 'partner@demo.example', affCode: 'demo-partner' });
+  const partner = await createPartner(db, program.id, { name: 'Demo partner', email: 'partner@demo.example', affCode: 'demo-partner' }, systemContext('demo'));
   const { agentKey } = await issueAgentKey(db, workspaceId, 'Demo agent', AGENT_SCOPES);
   const processorWebhookSecret = `whsec_${randomBytes(24).toString('base64url')}`;
   const credentials = { programId: program.id, apiKey, affCode: partner.affCode, dashboardToken, agentKey, processorWebhookSecret };
@@ -63,11 +64,16 @@ export async function ensureDemo(db: Database, dataDir: string, siteOrigin: stri
 
 /**
  * The demo's lines of the start banner. Secrets are printed once, on the start that created them
- * (terminals scroll into logs and screen shares); afterwards the banner names the file.
+ * (terminals scroll into logs and screen shares); afterwards the banner names the file. `signIn`:
+ * how to sign in, where the embedded OpenID provider does not run (start:distributed).
  */
-export function demoBannerLines(url: string, demo: DemoStart): string[] {
+export function demoBannerLines(url: string, demo: DemoStart, signIn = `owner@demo.example at ${url}/dashboard (the embedded sign-in asks no password)`): string[] {
   const { credentials } = demo;
-  const lines = [`  demo program id:      ${credentials.programId}`, `  demo aff code:        ${credentials.affCode}`];
+  const lines = [
+    `  demo sign-in:         ${signIn}`,
+    `  demo program id:      ${credentials.programId}`,
+    `  demo aff code:        ${credentials.affCode}`,
+  ];
   if (demo.created) {
     lines.push(
       `  demo API key:         ${credentials.apiKey}`,

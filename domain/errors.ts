@@ -29,6 +29,29 @@ export type Refusal =
   | { reason: 'login_session_consumed' }
   | { reason: 'id_token_invalid'; detail: string }
   | { reason: 'account_suspended' }
+  // Console sign-in and team (issue 33)
+  | { reason: 'sign_in_verifier_mismatch' }
+  | { reason: 'sign_in_code_refused'; detail: string }
+  | { reason: 'no_workspace' }
+  | { reason: 'already_member' }
+  | { reason: 'invite_not_found' }
+  | { reason: 'invite_email_mismatch' }
+  | { reason: 'member_not_found' }
+  | { reason: 'last_owner' }
+  | { reason: 'partner_not_found' }
+  // Outgoing webhooks (issue 32): a URL that is not https, or whose host is (or resolves to) a refused address
+  | { reason: 'webhook_url_refused'; why: 'not_https' }
+  | { reason: 'webhook_url_refused'; why: 'address'; host: string; address: string; addressClass: string }
+  | { reason: 'webhook_endpoint_not_found' }
+  | { reason: 'webhook_delivery_not_found' }
+  | { reason: 'webhook_endpoint_disabled' }
+  // Commissions, the ledger and payouts (issue 34); partner_not_found above is theirs too
+  | { reason: 'commission_not_found' }
+  | { reason: 'commission_state_conflict'; state: string; decision: 'approve' | 'reject' }
+  | { reason: 'payout_not_found' }
+  | { reason: 'payout_state_conflict'; status: string }
+  | { reason: 'currency_without_balance'; currency: string }
+  | { reason: 'idempotency_key_reused' }
   // CLI synthetic events (issue 16): the 10-chains-per-program-per-hour cap
   | { reason: 'chain_rate_limited'; retryAfterSeconds: number };
 

@@ -20,11 +20,15 @@ import { agentRoutes } from './agent/routes.js';
 import { dashboardPageRoutes } from './dashboard/page.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { managementRoutes } from './management/routes.js';
+import { moneyRoutes } from './money/routes.js';
 import { processorConnectionRoutes } from './payments/connection.js';
 import { PROCESSOR_WEBHOOK_RATE_LIMIT, processorWebhookRoutes } from './payments/webhooks.js';
 import { readinessRoutes } from './tracking/readiness.js';
 import { trackRoutes } from './tracking/routes.js';
 import { trackerScriptRoutes } from './tracking/tracker-script.js';
+import { webhookRoutes } from './webhooks/routes.js';
+import { auditRoutes } from './audit/routes.js';
+import { systemResolver, type Resolver } from '../core/outbound-address.js';
 
 export interface AppDeps {
   db: Database;
@@ -54,6 +58,11 @@ export interface AppDeps {
   clientIpv6Prefix?: number;
   /** Processor webhook requests a minute per client address (config PROCESSOR_WEBHOOK_RATE_LIMIT; 6,000 unless given). */
   processorWebhookRateLimit?: number;
+  /**
+   * Outgoing webhook endpoints (issue 32): whether private addresses and http:// are allowed
+   * (WEBHOOK_ALLOW_PRIVATE_URLS; refused unless given), and the resolver a URL's host is checked with.
+   */
+  webhooks?: { allowPrivateUrls: boolean; resolve?: Resolver };
 }
 
 const MANAGEMENT_BODY_LIMIT = 64 * 1024;
@@ -96,8 +105,17 @@ const payments: RegisterSurface = async (app, w) => {
   });
 };
 
-const management: RegisterSurface = async (app, { db, authThrottle }) => {
-  await app.register(managementRoutes, { prefix: '/api/tracking', db, authThrottle });
+const management: RegisterSurface = async (app, w) => {
+  await app.register(managementRoutes, {
+    prefix: '/api/tracking',
+    db: w.db,
+    authThrottle: w.authThrottle,
+    rateLimits: w.rateLimits,
+    clock: w.clock,
+    identity: w.cliIdentity,
+    warehouse: w.warehouse,
+    publicBaseUrl: w.publicBaseUrl ?? (() => undefined),
+  });
 };
 
 const dashboard: RegisterSurface = async (app, { db, warehouse, clock, authThrottle }) => {
@@ -110,7 +128,20 @@ const agent: RegisterSurface = async (app, { db, warehouse, rateLimits, clock, a
 };
 
 /** Every API surface, in the order the OpenAPI document lists them. Adding a surface is adding it here. */
-const API_SURFACES: readonly RegisterSurface[] = [tracking, cli, payments, management, dashboard, agent];
+const webhooks: RegisterSurface = async (app, { db, authThrottle, secretBox, clock, webhooks: settings }) => {
+  const policy = { allowPrivate: settings?.allowPrivateUrls ?? false, resolve: settings?.resolve ?? systemResolver };
+  await app.register(webhookRoutes, { prefix: '/api/tracking', db, authThrottle, secretBox, policy, clock });
+};
+
+const money: RegisterSurface = async (app, { db, authThrottle, clock }) => {
+  await app.register(moneyRoutes, { prefix: '/api/tracking', db, authThrottle, clock });
+};
+
+const audit: RegisterSurface = async (app, { db, authThrottle }) => {
+  await app.register(auditRoutes, { prefix: '/api/tracking', db, authThrottle });
+};
+
+const API_SURFACES: readonly RegisterSurface[] = [tracking, cli, payments, management, dashboard, agent, webhooks, money, audit];
 
 /** Fastify with the service's request ids, zod compilers, error envelopes and client addresses. */
 function createServer(deps: AppDeps): FastifyInstance {

@@ -46,7 +46,7 @@ async function seedDemo(config: Config, db: Database, url: string): Promise<stri
 
 export async function startIngest({ config, db, warehouse, logger }: IngestDeps): Promise<IngestServer> {
   const rateLimits = await rateLimitStore(config.rateLimit, logger);
-  const cliLogin = await startCliLogin(config.identity, { publicBaseUrl: config.http.publicBaseUrl, logger });
+  const cliLogin = await startCliLogin(config.identity, { publicBaseUrl: config.http.publicBaseUrl, logger, db });
   const app = await buildApp({
     db, rateLimits, logger, trustProxy: config.http.trustProxy, tracking: config.tracking, warehouse, cliIdentity: cliLogin.identity,
     processorWebhookSecrets: () => config.processor.webhookSecrets,
@@ -55,6 +55,7 @@ export async function startIngest({ config, db, warehouse, logger }: IngestDeps)
     // SECRETS_KEY, or the embedded start's own key, made on its first start.
     secretBox: createSecretBox(config.secrets.key ?? (await loadOrCreateKeyFile(config.secrets.keyFile))),
     publicBaseUrl: () => config.http.publicBaseUrl,
+    webhooks: { allowPrivateUrls: config.webhooks.allowPrivateUrls },
   });
   return {
     async listen() {

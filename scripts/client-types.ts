@@ -62,7 +62,7 @@ export const CLIENTS: ClientTypes[] = [
       // The svc command reads the `data` of each answer (clients/cli/src/api.ts unwraps it).
       surface('ingest/cli/schemas.ts', cli, {
         requests: ['InitRequest', 'TestEventRequest'],
-        responses: ['LoginStartData', 'LoginPollData', 'ProgramItem', 'InitData', 'StatusData', 'TestEventData'],
+        responses: ['LoginStartData', 'LoginPollData', 'ProgramItem', 'InitData', 'StatusData', 'TestEventData', 'PayoutsData'],
       }),
     ],
   },

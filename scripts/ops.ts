@@ -11,127 +11,66 @@
  *   npm run ops -- suspend-user <email>
  *   npm run ops -- reinstate-user <email>
  *   npm run ops -- release-processor-account <acct_...>
+ *   npm run ops -- verify-statement <programId> <YYYY-MM>   (scripts/verify-statement.ts)
+ *
+ * While the embedded service runs, the command is run by it (its operator endpoint); the commands
+ * themselves are in ingest/operator/commands.ts.
  */
 import { mkdir } from 'node:fs/promises';
-import { loadConfig } from '../core/config.js';
-import { openDatabase, type Database } from '../core/db.js';
+import { loadConfig, type Config } from '../core/config.js';
+import { createLogger } from '../core/log.js';
+import { openDatabase } from '../core/db.js';
 import { migrate } from '../core/migrate.js';
-import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../domain/access/agent-keys.js';
-import { markKeyForRotation } from '../domain/programs/api-keys.js';
-import { releaseProcessorAccount } from '../domain/payments/account-owners.js';
-import { addMember, createSession, createWorkspace, reinstateUser, revokeUserSessions, suspendUser, type Role } from '../domain/access/workspaces.js';
+import { runOperatorCommand, usage } from '../ingest/operator/commands.js';
+import { runningOpsEndpoint, runThroughService } from '../ingest/operator/endpoint.js';
+import { verificationLines, verifyStatement } from './verify-statement.js';
 
-const usage = `usage:
-  npm run ops -- mark-key-rotation <programId> <deadline ISO 8601>
-  npm run ops -- create-workspace <name> <owner email>
-  npm run ops -- create-session <workspaceId> <email> [owner|member]
-  npm run ops -- issue-agent-key <workspaceId> <scopes: all | comma-separated> [name]
-  npm run ops -- revoke-agent-key <keyId>
-  npm run ops -- list-agent-keys <workspaceId>
-  npm run ops -- revoke-sessions <email>
-  npm run ops -- suspend-user <email>
-  npm run ops -- reinstate-user <email>
-  npm run ops -- release-processor-account <acct_...>`;
-
-const positiveId = (value: string | undefined): number => {
-  const id = Number(value);
-  if (!value || !Number.isSafeInteger(id) || id <= 0) throw new Error(usage);
-  return id;
-};
-
-/** One operator command: its arguments checked (the usage when they are wrong), done, its outcome printed. */
-type Command = (db: Database, args: string[]) => Promise<void>;
-
-/** The email argument of the per-person commands. */
-const emailOf = (args: string[]): string => {
-  if (!args[0]) throw new Error(usage);
-  return args[0];
-};
-
-/** The commands by name, one function each. */
-const COMMANDS: Record<string, Command> = {
-  'mark-key-rotation': async (db, args) => {
-    const programId = Number(args[0]);
-    const deadline = new Date(args[1] ?? '');
-    if (!Number.isSafeInteger(programId) || programId <= 0 || Number.isNaN(deadline.getTime())) throw new Error(usage);
-    const marked = await markKeyForRotation(db, programId, deadline);
-    if (!marked) throw new Error(`program ${programId} has no API key`);
-    console.log(`key of program ${programId} marked at ${marked.markedAt.toISOString()}; retired from ${marked.deadline.toISOString()}`);
-  },
-
-  'create-workspace': async (db, [name, email]) => {
-    if (!name || !email) throw new Error(usage);
-    const workspaceId = await createWorkspace(db, name);
-    const userId = await addMember(db, workspaceId, email, 'owner');
-    console.log(JSON.stringify({ workspaceId, dashboardToken: await createSession(db, userId) }));
-  },
-
-  'create-session': async (db, [workspaceId, email, role = 'member']) => {
-    if (!workspaceId || !email || (role !== 'owner' && role !== 'member')) throw new Error(usage);
-    const userId = await addMember(db, Number(workspaceId), email, role as Role);
-    console.log(JSON.stringify({ dashboardToken: await createSession(db, userId) }));
-  },
-
-  // Agent keys (issue 13) are issued only here: no endpoint creates one. The key is printed once.
-  'issue-agent-key': async (db, args) => {
-    const workspaceId = positiveId(args[0]);
-    if (!args[1]) throw new Error(usage);
-    const issued = await issueAgentKey(db, workspaceId, args[2] ?? 'agent', parseScopes(args[1]));
-    console.log(JSON.stringify({ keyId: issued.id, workspaceId, scopes: issued.scopes, agentKey: issued.agentKey }));
-  },
-
-  'revoke-agent-key': async (db, args) => {
-    const keyId = positiveId(args[0]);
-    const revokedAt = await revokeAgentKey(db, keyId);
-    if (!revokedAt) throw new Error(`agent key ${keyId} does not exist`);
-    console.log(`agent key ${keyId} revoked at ${revokedAt.toISOString()}`);
-  },
-
-  'list-agent-keys': async (db, args) => {
-    for (const key of await listAgentKeys(db, positiveId(args[0]))) console.log(JSON.stringify(key));
-  },
-
-  // A person's access ends at once: every dashboard session and CLI login token of the email.
-  'revoke-sessions': async (db, args) => {
-    const email = emailOf(args);
-    const revoked = await revokeUserSessions(db, email);
-    if (!revoked.users) throw new Error(`no user has the email ${email}`);
-    console.log(`${email}: ${revoked.sessions} dashboard session(s) and ${revoked.loginTokens} CLI login token(s) revoked`);
-  },
-
-  // A hold, not a sign-out: every credential of the person is refused until reinstate-user.
-  'suspend-user': async (db, args) => {
-    const email = emailOf(args);
-    const since = await suspendUser(db, email);
-    if (!since) throw new Error(`no user has the email ${email}`);
-    console.log(`${email}: suspended since ${since.toISOString()}; dashboard sessions and CLI login tokens are refused until reinstate-user`);
-  },
-
-  'reinstate-user': async (db, args) => {
-    const email = emailOf(args);
-    if (!(await reinstateUser(db, email))) throw new Error(`no user has the email ${email}`);
-    console.log(`${email}: reinstated; sessions and login tokens that have not expired or been revoked work again`);
-  },
-
-  // A dispute over who holds a processor account, settled by the operator (see releaseProcessorAccount).
-  'release-processor-account': async (db, [accountId]) => {
-    if (!accountId) throw new Error(usage);
-    const released = await releaseProcessorAccount(db, accountId);
-    if (!released) throw new Error(`no workspace holds the processor account ${accountId}`);
-    console.log(`${accountId}: released from workspace ${released.workspaceId} (${released.programs} program connection(s) removed); it can be connected again`);
-  },
-};
-
-async function main(argv: string[]) {
-  const [name, ...args] = argv;
-  const config = loadConfig();
-  if (config.database.kind === 'pglite') await mkdir(config.dataDir, { recursive: true });
+/**
+ * verify-statement replays the event log through the stream processors' codec, which the service's
+ * operator endpoint does not load: it opens the database itself (Postgres, or the embedded one
+ * when the service is stopped). Exit code 2 on a mismatch.
+ */
+async function verify(config: Config, args: string[]) {
+  const programId = Number(args[0]);
+  if (!Number.isSafeInteger(programId) || programId <= 0 || !/^\d{4}-\d{2}$/.test(args[1] ?? '')) {
+    throw new Error('usage: npm run ops -- verify-statement <programId> <YYYY-MM>');
+  }
+  if (config.database.kind === 'pglite' && (await runningOpsEndpoint(config.dataDir))) {
+    throw new Error('verify-statement reads the embedded database directly: stop the service (Ctrl-C), run it, then start the service again');
+  }
   const db = await openDatabase(config.database);
   try {
     await migrate(db);
-    const command = Object.hasOwn(COMMANDS, name ?? '') ? COMMANDS[name!] : undefined;
-    if (!command) throw new Error(usage);
-    await command(db, args);
+    const v = await verifyStatement({ db, kafka: config.kafka, logger: createLogger(config.logLevel) }, programId, args[1]!);
+    for (const line of verificationLines(v)) console.log(line);
+    if (!v.match) process.exitCode = 2;
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * With the embedded database (PGlite), a running service holds the data directory: the command
+ * goes through its operator endpoint (ingest/operator/endpoint.ts), so a session or key made here
+ * is one the service knows. Otherwise (service stopped, or Postgres) the database is opened here.
+ */
+async function main(argv: string[]) {
+  const [name, ...args] = argv;
+  if (!name) throw new Error(usage);
+  const config = loadConfig();
+  if (name === 'verify-statement') return verify(config, args);
+  if (config.database.kind === 'pglite') {
+    const service = await runningOpsEndpoint(config.dataDir);
+    if (service) {
+      for (const line of await runThroughService(service, name, args)) console.log(line);
+      return;
+    }
+    await mkdir(config.dataDir, { recursive: true });
+  }
+  const db = await openDatabase(config.database);
+  try {
+    await migrate(db);
+    for (const line of await runOperatorCommand(db, name, args)) console.log(line);
   } finally {
     await db.close();
   }

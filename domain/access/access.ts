@@ -10,16 +10,34 @@ export const AGENT_SCOPES = [
   'reports:read',
   'sales:read',
   'commissions:read',
+  // Issue 34: payouts and statements (balances and the ledger are commissions:read); no agent scope moves money.
+  'payouts:read',
   'partners:read',
   'clicks:read',
   'partners:write',
   'links:write',
   'test_events:write',
+  // Issue 32: the program's audit log (read only).
+  'audit:read',
 ] as const;
 export type AgentScope = (typeof AGENT_SCOPES)[number];
 
 /** What a caller may do to a program or a workspace. */
-export const PERMISSIONS = ['tracking:read', 'tracking:write', 'program:write', 'api_key:manage', 'processor:manage', ...AGENT_SCOPES] as const;
+export const PERMISSIONS = [
+  'tracking:read',
+  'tracking:write',
+  'program:write',
+  'api_key:manage',
+  'processor:manage',
+  // Issue 33: the commission terms (type, rate) and the workspace's team are owners' alone.
+  'terms:write',
+  'team:manage',
+  // Issue 32: a program's outgoing webhook endpoints (create, change, rotate, test, delete, redeliver).
+  'webhooks:manage',
+  // Issue 34: every write that moves money (approve, reject, adjustments, payout settings, payouts).
+  'money:write',
+  ...AGENT_SCOPES,
+] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const isAgentScope = (value: string): value is AgentScope => (AGENT_SCOPES as readonly string[]).includes(value);
@@ -46,9 +64,12 @@ export type Principal =
 
 export type CredentialKind = Principal['kind'];
 
-/** Roles as today: every member reads and edits a program; only owners handle its key and its processor connection. */
+/**
+ * Every member reads and edits a program's settings, partners and links; only owners handle its
+ * key, its processor connection, its commission terms, the workspace's team and money.
+ */
 const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
-  owner: ['tracking:read', 'program:write', 'api_key:manage', 'processor:manage'],
+  owner: ['tracking:read', 'program:write', 'api_key:manage', 'processor:manage', 'terms:write', 'team:manage', 'webhooks:manage', 'money:write'],
   member: ['tracking:read', 'program:write'],
 };
 

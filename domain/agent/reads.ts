@@ -69,14 +69,14 @@ const q = {
   commissions: sql(
     'agent.commissions_page',
     `SELECT c.id AS commission_id, c.sale_id, c.partner_id, c.customer_id, c.commission_type, c.commission_rate,
-            c.amount_cents, c.currency, c.status, c.created_at, c.reversed_at,
+            c.amount_cents, c.currency, commission_state(c) AS status, c.created_at, c.reversed_at,
             c.created_at::text AS cursor_at, c.id::text AS cursor_id
        FROM commissions c
       WHERE c.program_id = $1
         AND ($2::timestamptz IS NULL OR c.created_at >= $2::timestamptz)
         AND ($3::timestamptz IS NULL OR c.created_at < $3::timestamptz)
         AND ($4::bigint IS NULL OR c.partner_id = $4::bigint)
-        AND ($5::text IS NULL OR c.status = $5::text)
+        AND ($5::text IS NULL OR commission_state(c) = $5::text)
         AND ($6::timestamptz IS NULL OR (c.created_at >= $6::timestamptz AND (c.created_at, c.id::text) > ($6::timestamptz, $7::text)))
       ORDER BY c.created_at, c.id::text
       LIMIT $8`,
@@ -116,7 +116,7 @@ const q = {
     `SELECT c.partner_id, p.name, c.currency, count(*)::int AS commissions, sum(c.amount_cents)::bigint AS commission_cents,
             sum(s.amount_cents)::bigint AS revenue_cents
        FROM commissions c JOIN sale_events s ON s.id = c.sale_id LEFT JOIN partners p ON p.id = c.partner_id
-      WHERE c.program_id = $1 AND c.status = 'pending'
+      WHERE c.program_id = $1 AND c.status <> 'reversed'
         AND ($2::timestamptz IS NULL OR c.created_at >= $2::timestamptz)
         AND ($3::timestamptz IS NULL OR c.created_at < $3::timestamptz)
       GROUP BY c.partner_id, p.name, c.currency

@@ -41,9 +41,11 @@ const q = {
   // a driver cannot turn into a Date (PGlite gives Invalid Date for years BC).
   events: sql(
     'processor_events.of_program',
-    `SELECT event_id, event_type, outcome, reason, livemode, sale_id, transaction_id, deliveries,
-            extract(epoch FROM event_created_at)::float8 AS event_created_seconds, received_at, updated_at
-       FROM processor_events WHERE program_id = $1 ORDER BY received_at DESC, event_id LIMIT $2`,
+    `SELECT e.event_id, e.event_type, e.outcome, e.reason, e.livemode, e.sale_id, e.transaction_id, e.deliveries,
+            s.amount_cents AS sale_amount_minor, s.currency AS sale_currency,
+            extract(epoch FROM e.event_created_at)::float8 AS event_created_seconds, e.received_at, e.updated_at
+       FROM processor_events e LEFT JOIN sale_events s ON s.id = e.sale_id
+      WHERE e.program_id = $1 ORDER BY e.received_at DESC, e.event_id LIMIT $2`,
   ),
 };
 
@@ -68,6 +70,9 @@ export interface ProcessorEventRow {
   livemode: boolean;
   sale_id: string | null;
   transaction_id: string | null;
+  /** The sale the event recorded or refunded (issue 33: the console shows what each event did). */
+  sale_amount_minor: number | null;
+  sale_currency: string | null;
   deliveries: number;
   event_created_seconds: number;
   received_at: Date;

@@ -2,6 +2,10 @@ import { sql, type Database } from '../../core/db.js';
 import type { ProgramKey } from './api-keys.js';
 import { paymentsStep } from '../payments/payment-step.js';
 import { processorConnection } from '../payments/connections.js';
+import { blockedOrigins } from './blocked-origins.js';
+
+/** Clicks refused for their origin this recently make the allowed_origins check fail (ours). */
+const BLOCKED_ORIGINS_RECENT_MS = 7 * 24 * 3_600_000;
 
 interface ReadinessRow {
   payment_tracking_mode: 'processor_connect' | 's2s';
@@ -32,7 +36,7 @@ const q = sql(
 );
 
 export interface ReadinessCheck {
-  name: 'api_key' | 'partners' | 'referral_links' | 'test_click' | 'test_lead' | 'test_sale' | 'payment_tracking';
+  name: 'api_key' | 'partners' | 'referral_links' | 'allowed_origins' | 'test_click' | 'test_lead' | 'test_sale' | 'payment_tracking';
   ok: boolean;
   detail: string;
 }
@@ -42,6 +46,7 @@ export async function computeReadiness(db: Database, key: ProgramKey, now = new 
   const f = (await db.one<ReadinessRow>(q, [key.programId]))!;
   const collided = await db.many<{ transaction_id: string; attempts: number; last_seen_at: Date }>(collisions, [key.programId]);
   const connection = await processorConnection(db, key.programId);
+  const blocked = (await blockedOrigins(db, key.programId)).filter((b) => now.getTime() - b.last_seen_at.getTime() < BLOCKED_ORIGINS_RECENT_MS);
   const payments = paymentsStep(f.payment_tracking_mode, connection);
   const marked = key.rotationDeadline !== null;
   const checks: ReadinessCheck[] = [
@@ -54,6 +59,13 @@ export async function computeReadiness(db: Database, key: ProgramKey, now = new 
     },
     { name: 'partners', ok: f.approved_partners > 0, detail: `${f.approved_partners} approved partner(s).` },
     { name: 'referral_links', ok: f.enabled_links > 0, detail: `${f.enabled_links} enabled referral link(s).` },
+    {
+      name: 'allowed_origins',
+      ok: blocked.length === 0,
+      detail: blocked.length
+        ? `Browser clicks were refused from origins that are not allowed: ${blocked.map((b) => b.origin).join(', ')}. Add them to the program's allowed origins if they are your sites.`
+        : 'No browser click was refused for its origin in the last 7 days.',
+    },
     { name: 'test_click', ok: f.test_clicks > 0, detail: f.test_clicks > 0 ? 'A test click was recorded.' : 'Send a click with additional_data.test_mode true.' },
     { name: 'test_lead', ok: f.test_leads > 0, detail: f.test_leads > 0 ? 'A test lead was recorded.' : 'Send a lead with additional_data.test_mode true.' },
     { name: 'test_sale', ok: f.test_sales > 0, detail: f.test_sales > 0 ? 'A test sale was recorded.' : 'Send a sale with additional_data.test_mode true.' },
@@ -86,6 +98,8 @@ export async function computeReadiness(db: Database, key: ProgramKey, now = new 
     // Real sales of this program refused with 409 because another program had recorded the same
     // transaction_id first: they were not recorded here (issue 15). Newest first, at most 10.
     transaction_id_collisions: collided.map((c) => ({ transaction_id: c.transaction_id, attempts: c.attempts, last_seen_at: c.last_seen_at.toISOString() })),
+    // Origins whose browser clicks were refused in the last 7 days and that are still not allowed (issue 33).
+    blocked_origins: blocked.map((b) => ({ origin: b.origin, attempts: b.attempts, last_seen_at: b.last_seen_at.toISOString() })),
     checked_at: now.toISOString(),
   };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Database } from '../../core/db.js';
-import { refused } from '../errors.js';
+import { refused, type DomainError } from '../errors.js';
 import { createBatchedStatement } from '../batched-statement.js';
 
 export interface ClickInput {
@@ -90,6 +90,8 @@ export interface ClickWriter {
 
 export interface ClickWriterOptions {
   maxBatch?: number;
+  /** Told of each click refused for its origin (by a program that exists), after its statement: the console lists them (issue 33). */
+  onOriginRefused?: (programId: number, origin: string) => void;
 }
 
 /**
@@ -119,6 +121,8 @@ export function createClickWriter(db: Database, options: ClickWriterOptions = {}
         try {
           return { ok: true, value: outcome(rows[i], c.clickId) };
         } catch (error) {
+          const row = rows[i];
+          if (c.origin && (error as DomainError).refusal?.reason === 'origin_not_allowed') options.onOriginRefused?.(Number(row!.program_id), c.origin);
           return { ok: false, error };
         }
       });

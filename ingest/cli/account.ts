@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { sql } from '../../core/db.js';
 import { createProgram } from '../../domain/programs/programs.js';
 import { workspacesOf } from '../../domain/access/workspaces.js';
+import { auditContextOf } from '../http/audit.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import type { ZodApp } from '../http/schemas.js';
@@ -55,7 +56,7 @@ export function accountRoutes(app: ZodApp, { deps: { db }, auth }: CliRouteConte
         lead_auth: 'server_required',
         paymentTrackingMode: 'processor_connect',
         allowed_origins: [],
-      });
+      }, auditContextOf(request));
       return {
         data: {
           program: { ...programView(program), advertiser_id: program.workspace_id },

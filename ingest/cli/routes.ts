@@ -6,6 +6,7 @@ import { credentialRateLimit } from '../http/credential-rate-limit.js';
 import { accountRoutes } from './account.js';
 import type { CliDeps, CliRouteContext } from './context.js';
 import { loginRoutes } from './login.js';
+import { payoutRoutes } from './payouts.js';
 import { programKeyRoutes } from './program-key.js';
 import { retiredRoutes } from './retired.js';
 import { POLL_SECRET_HEADER } from './schemas.js';
@@ -35,6 +36,7 @@ export const cliRoutes: FastifyPluginAsync<CliDeps> = async (fastify, deps) => {
   const context: CliRouteContext = { deps, auth, rememberPollSecret: (secret) => limit.remember(pollKey(secret)) };
   loginRoutes(app, context);
   accountRoutes(app, context);
+  payoutRoutes(app, context);
   programKeyRoutes(app, context);
   retiredRoutes(app);
 };

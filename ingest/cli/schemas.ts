@@ -126,6 +126,37 @@ export const TestEventData = z.union([
 export const TestEventResponse = data(TestEventData);
 
 /** The error answers the CLI routes document; a retired program key answers 401 in the typed envelope (api_key_rotation_required). */
+/** GET /programs/:programId/payouts (svc payouts, issue 34): the latest payouts and every partner's balances. */
+export const PayoutsData = z.object({
+  program_id: z.number().int(),
+  payouts: z.array(
+    z.object({
+      id: z.string(),
+      partner_id: z.number().int(),
+      currency: z.string(),
+      amount_minor: z.number().int(),
+      status: z.enum(['pending', 'paid', 'canceled']),
+      commissions: z.number().int(),
+      created_at: z.string(),
+      paid_at: z.string().nullable(),
+      reference: z.string().nullable(),
+    }),
+  ),
+  balances: z.array(
+    z.object({
+      partner_id: z.number().int(),
+      currency: z.string(),
+      pending: z.number().int(),
+      held: z.number().int(),
+      approved: z.number().int(),
+      processing: z.number().int(),
+      paid: z.number().int(),
+      balance: z.number().int(),
+    }),
+  ),
+});
+export const PayoutsResponse = data(PayoutsData);
+
 export const cliErrors = { 400: PlatformError, 401: z.union([PlatformError, TypedError]), 403: PlatformError, 404: PlatformError, 500: PlatformError, 429: TypedError };
 
 export type ProgramItem = z.infer<typeof ProgramItem>;

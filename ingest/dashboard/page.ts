@@ -4,6 +4,9 @@ import { extname } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { sendAsset, staticAsset, type StaticAsset } from '../http/static-asset.js';
 
+/** The console's page; also where the identity provider sends the browser back after a sign-in. */
+export const CONSOLE_PATH = '/dashboard';
+
 export interface DashboardPageOptions {
   /** Where the page's files are; ingest/dashboard/web by default. */
   webDir?: URL;
@@ -82,7 +85,9 @@ export const dashboardPageRoutes: FastifyPluginAsync<DashboardPageOptions> = asy
   const config = { surface: 'other' as const };
   const schema = { hide: true };
 
-  app.get('/dashboard', { config, schema }, (request, reply) => send(request, reply, html, REVALIDATE));
+  app.get(CONSOLE_PATH, { config, schema }, (request, reply) => send(request, reply, html, REVALIDATE));
+  // The service's root leads to the console (a person who opens the printed URL lands there).
+  app.get('/', { config, schema }, (_request, reply) => reply.redirect(CONSOLE_PATH, 302));
   app.get('/dashboard/', { config, schema }, (_request, reply) => reply.redirect('/dashboard', 301));
   app.get<{ Params: { version: string; file: string } }>('/dashboard/assets/:version/:file', { config, schema }, (request, reply) => {
     const asset = assets.get(request.params.file);

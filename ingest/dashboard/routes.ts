@@ -4,12 +4,13 @@ import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { performance } from '../../queries/performance.js';
 import { integrationFacts, integrationStatus } from '../../domain/programs/integration-status.js';
+import { webhookHealth } from '../../domain/webhooks/endpoints.js';
 import { createAuth } from '../http/auth.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { notFound } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { PlatformError, programIdParam } from '../http/schemas.js';
-import { PerformanceOk, PerformanceQuery, StatusOk } from './schemas.js';
+import { DashboardStatusOk, PerformanceOk, PerformanceQuery } from './schemas.js';
 
 export interface DashboardDeps {
   /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
@@ -67,14 +68,14 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (fastify
         summary: 'Integration checklist of a program (needs tracking:read)',
         security,
         params: programIdParam,
-        response: { 200: StatusOk, 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 500: PlatformError },
+        response: { 200: DashboardStatusOk, 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 500: PlatformError },
       },
     },
     async (request) => {
       const { programId } = request.params;
       const facts = await integrationFacts(db, programId);
       if (!facts) throw notFound(M.dashboard.programNotFound);
-      return { data: integrationStatus(programId, facts, new Date(clock())) };
+      return { data: { ...integrationStatus(programId, facts, new Date(clock())), webhooks: await webhookHealth(db, programId) } };
     },
   );
 };

@@ -124,4 +124,15 @@ export const IntegrationStatus = z.object({
   lastUpdated: z.string(),
 });
 
+/** The program's outgoing webhook endpoints at a glance (issue 32): the dashboard's status adds it; the CLI's and the agent's do not. */
+export const WebhookHealth = z.object({
+  endpoints: z.number().int(),
+  enabled: z.number().int(),
+  disabled_failing: z.number().int().describe('Disabled by the service: every attempt failed for 5 days'),
+  disabled_manual: z.number().int(),
+  failing: z.number().int().describe('Enabled, but failing since their last success'),
+});
+
 export const StatusOk = z.object({ data: IntegrationStatus });
+/** The dashboard's status: the checklist and the program's webhook endpoints. */
+export const DashboardStatusOk = z.object({ data: IntegrationStatus.extend({ webhooks: WebhookHealth }) });

@@ -136,6 +136,47 @@ export const M = {
     affCode: 'aff_code must be 3 to 64 letters, digits, dashes or underscores', // ours
     linkCode: 'affCode must be a referral link code of 1 to 64 characters', // ours
     enabled: 'enabled is required and must be a boolean', // ours
+    // Issue 33: the console's program settings, partner list and allowed origins.
+    termsOwnerOnly: 'Only a workspace owner can change the commission terms (commission_type, commission_rate)', // ours
+    origin: 'origin must be an origin such as https://shop.example.com (scheme, host and port only)', // ours
+    originLimit: 'A program allows at most 50 origins: remove one first', // ours
+    originNotListed: "This origin is not among the program's allowed origins", // ours
+    search: 'search must be a string of at most 100 characters', // ours
+    partnerLimit: 'limit must be an integer from 1 to 500', // ours
+    partnerId: 'partnerId must be a positive integer', // ours
+    partnerNotFound: 'Partner not found in this program', // ours
+    partnerStatus: 'status must be one of: pending, approved, rejected, removed', // ours
+  },
+  /** The console's sign-in (issue 33, ours): POST /api/tracking/session/sign-in and POST /api/tracking/session. */
+  console: {
+    codeChallenge: 'code_challenge must be the S256 challenge of a PKCE verifier (43 base64url characters)', // ours
+    state: 'state must be the state of a sign-in started by POST /api/tracking/session/sign-in', // ours
+    code: 'code must be the authorization code the identity provider returned', // ours
+    codeVerifier: 'code_verifier must be the PKCE verifier of 43 to 128 characters this browser made', // ours
+    signInNotFound: 'This sign-in has expired or was already used. Sign in again.', // ours
+    signInExpired: 'This sign-in took more than 10 minutes. Sign in again.', // ours
+    verifierMismatch: 'This sign-in was started in another browser or tab. Sign in again from here.', // ours
+    codeRefused: (detail: string) => `The identity provider refused the sign-in: ${detail}`, // ours
+    noWorkspace: 'This account is not a member of any workspace. Ask a workspace owner to invite you, then sign in again.', // ours
+    noProvider: 'Sign-in is not configured on this server: set OIDC_ISSUER (or sign in with a session token from npm run ops)', // ours
+    providerUnreachable: 'The sign-in provider cannot be reached right now. Try again in a moment.', // ours
+    failed: 'Sign-in failed', // ours
+  },
+  /** The workspace's team (issue 33, ours). */
+  team: {
+    workspaceId: 'workspaceId must be a positive integer', // ours
+    userId: 'userId must be a positive integer', // ours
+    inviteId: 'inviteId must be a positive integer', // ours
+    email: 'email is required and must be a valid email address', // ours
+    role: 'role is required and must be owner or member', // ours
+    token: 'token must be the invite token of an invite link (inv_...)', // ours
+    notMember: 'You are not a member of this workspace', // ours
+    ownerOnly: 'Only a workspace owner can invite people, change roles or remove members', // ours
+    alreadyMember: 'This person is already a member of the workspace', // ours
+    inviteGone: 'This invite has expired, was revoked or was already used. Ask a workspace owner for a new one.', // ours
+    inviteEmail: 'This invite was sent to another email address: sign in with the address it was sent to', // ours
+    memberNotFound: 'Member not found', // ours
+    lastOwner: 'A workspace keeps at least one owner: make another member an owner first', // ours
   },
   /** The spec's "CLI error messages"; "ours" where it gives only the sense (docs/decisions/cli.md "CLI (issue 16)"). */
   cli: {
@@ -165,6 +206,9 @@ export const M = {
     advertiserRequired: 'advertiser_id is required when your account belongs to several advertisers', // ours
     initFailed: (requestId: string) => `Failed to create program (request_id: ${requestId})`,
     programsFailed: (requestId: string) => `Failed to list programs (request_id: ${requestId})`,
+    // svc payouts (issue 34, ours): a program of the account's advertisers, read with the account token.
+    programNotFound: 'Program not found among the programs of your advertisers', // ours
+    payoutsFailed: (requestId: string) => `Failed to list payouts (request_id: ${requestId})`, // ours
     statusFailed: (requestId: string) => `Failed to get status (request_id: ${requestId})`,
     // Program key (status, test-event).
     key: {
@@ -185,6 +229,69 @@ export const M = {
     providerUnreachable: 'The sign-in provider cannot be reached right now. Reload this page in a moment.', // ours
   },
   notFound: 'Route not found', // ours
+  /** Outgoing webhooks (issue 32): a program's endpoints, deliveries and their refusals. */
+  webhooks: {
+    ownerOnly: 'Only a workspace owner can create, change, rotate, test or delete webhook endpoints and redeliver their events', // ours
+    url: 'url must be an absolute https URL of at most 2048 characters, without a fragment', // ours
+    notHttps: 'url must use https', // ours
+    address: (host: string, address: string, addressClass: string) =>
+      host === address
+        ? `url must not point to a private, loopback, link-local or metadata address: ${address} is ${addressClass}` // ours
+        : `url must not point to a private, loopback, link-local or metadata address: ${host} resolves to ${address}, which is ${addressClass}`, // ours
+    events: (valid: readonly string[]) => `events must be a non-empty list of distinct event types, each one of: ${valid.join(', ')}`, // ours
+    description: 'description must be a string of 1 to 500 characters, or null', // ours
+    enabled: 'enabled must be a boolean', // ours
+    endpointId: 'endpointId must be a webhook endpoint id', // ours
+    deliveryId: 'deliveryId must be a delivery id', // ours
+    endpointNotFound: 'Webhook endpoint not found', // ours
+    deliveryNotFound: 'Delivery not found', // ours
+    endpointDisabled: 'This webhook endpoint is disabled; enable it (PATCH with enabled: true) before redelivering or testing', // ours
+    noSecretsKey: 'Webhook endpoints are unavailable: the service has no SECRETS_KEY', // ours
+    limit: 'limit must be an integer from 1 to 100', // ours
+    status: 'status must be one of: pending, delivered, failed', // ours
+  },
+  /** The audit log (issue 32, point 6, ours): GET /api/tracking/programs/:programId/audit-log and the agent's read of it. */
+  audit: {
+    limit: 'limit must be an integer from 1 to 100', // ours
+  },
+  /** Commissions, the ledger, payouts and statements (issue 34, ours): the money surface under /api/tracking/programs/:programId/. */
+  money: {
+    ownerOnly: 'Only a workspace owner can move money: approve or reject commissions, adjust balances, change payout settings, create, pay or cancel payouts', // ours
+    commissionNotFound: 'Commission not found in this program', // ours
+    commissionState: (state: string, decision: 'approve' | 'reject') =>
+      `This commission is ${state}: it cannot be ${decision === 'approve' ? 'approved' : 'rejected'}`, // ours
+    payoutNotFound: 'Payout not found in this program', // ours
+    payoutState: (status: string) => `This payout is ${status}, not pending: it can no longer be marked paid or canceled`, // ours
+    currencyWithoutBalance: (currency: string) =>
+      `The partner has no ledger entries in ${currency}: a manual adjustment must be in a currency the partner has a balance in`, // ours
+    idempotencyKeyReused: 'This Idempotency-Key was already used for another request', // ours
+    idempotencyKey: 'Idempotency-Key must be 1 to 255 printable characters', // ours
+    reason: 'reason is required and must be a string of 1 to 500 characters', // ours
+    amount: 'amount_minor is required and must be a non-zero integer of at most 100000000000 either way', // ours
+    currency: (valid: readonly string[]) => `currency is required and must be one of: ${valid.join(', ')}`, // ours
+    cutoff: 'cutoff must be an ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z', // ours
+    futureCutoff: 'cutoff must not be in the future', // ours
+    reference: 'reference is required and must be a string of 1 to 200 characters', // ours
+    period: 'period must be a month as YYYY-MM (UTC), such as 2026-01', // ours
+    futurePeriod: 'period must not be after the current month', // ours
+    commissionId: 'commissionId must be a commission id', // ours
+    payoutId: 'payoutId must be a payout id', // ours
+    partnerId: 'partnerId must be a positive integer', // ours
+    status: (valid: readonly string[]) => `status must be one of: ${valid.join(', ')}`, // ours
+    format: 'format must be one of: csv, paypal, wise', // ours
+    paypalCurrency: 'A PayPal payouts file holds one currency: add currency= (these payouts are in several currencies)', // ours
+    limit: 'limit must be an integer from 1 to 100', // ours
+    cursor: 'cursor is not valid; pass the next_cursor of a previous page unchanged', // ours
+    holdDays: 'commission_hold_days must be an integer from 0 to 365', // ours
+    payoutMinimum: 'payout_minimum_minor must be an integer from 1 to 100000000000', // ours
+    settingsEmpty: 'Send commission_hold_days, payout_minimum_minor or both', // ours
+    method: 'method is required and must be one of: paypal, wise, manual', // ours
+    methodEmail: 'email is required and must be a valid email address', // ours
+    methodName: "name is required and must be the account holder's name, 1 to 200 characters", // ours
+    receiverType: 'receiver_type must be PERSON or INSTITUTION', // ours
+    methodNote: 'note must be a string of 1 to 500 characters', // ours
+    noMethod: 'This partner has no payout method yet', // ours
+  },
   agent: {
     malformed: 'Missing or malformed Authorization header. Expected: Bearer <agent_key>', // ours
     missing: 'Missing agent API key', // ours
@@ -236,6 +343,7 @@ export const ERROR_NAMES: Record<number, string> = {
   422: 'UnprocessableEntityError',
   429: 'TooManyRequestsError',
   500: 'InternalServerError',
+  503: 'ServiceUnavailableError', // ours: the console's sign-in when the identity provider cannot be reached
 };
 
 /** Sale and refund add error.code to every error of the platform envelope. */

@@ -48,6 +48,25 @@ const USUAL: RefusalAnswers = {
   login_session_consumed: () => badRequest(M.cli.pollConsumed),
   id_token_invalid: (r) => badRequest(M.cli.idTokenInvalid(r.detail)),
   account_suspended: () => new ApiError(403, M.cli.suspended, { details: { code: M.cli.suspendedCode } }),
+  sign_in_verifier_mismatch: () => badRequest(M.console.verifierMismatch),
+  sign_in_code_refused: (r) => badRequest(M.console.codeRefused(r.detail)),
+  no_workspace: () => forbidden(M.console.noWorkspace),
+  already_member: () => new ApiError(409, M.team.alreadyMember),
+  invite_not_found: () => notFound(M.team.inviteGone),
+  invite_email_mismatch: () => forbidden(M.team.inviteEmail),
+  member_not_found: () => notFound(M.team.memberNotFound),
+  last_owner: () => new ApiError(409, M.team.lastOwner),
+  partner_not_found: () => notFound(M.management.partnerNotFound),
+  webhook_url_refused: (r) => badRequest(r.why === 'not_https' ? M.webhooks.notHttps : M.webhooks.address(r.host, r.address, r.addressClass)),
+  webhook_endpoint_not_found: () => notFound(M.webhooks.endpointNotFound),
+  webhook_delivery_not_found: () => notFound(M.webhooks.deliveryNotFound),
+  webhook_endpoint_disabled: () => new ApiError(409, M.webhooks.endpointDisabled),
+  commission_not_found: () => notFound(M.money.commissionNotFound),
+  commission_state_conflict: (r) => new ApiError(409, M.money.commissionState(r.state, r.decision), { details: { status: r.state } }),
+  payout_not_found: () => notFound(M.money.payoutNotFound),
+  payout_state_conflict: (r) => new ApiError(409, M.money.payoutState(r.status), { details: { status: r.status } }),
+  currency_without_balance: (r) => badRequest(M.money.currencyWithoutBalance(r.currency)),
+  idempotency_key_reused: () => new ApiError(409, M.money.idempotencyKeyReused),
   chain_rate_limited: (r) =>
     new ApiError(429, M.cli.chainRateLimited, {
       envelope: 'typed',
@@ -95,6 +114,15 @@ export const SURFACES = {
   management: platform(M.management.failed, {
     refusals: { link_not_found: () => notFound(M.management.linkNotFound) },
   }),
+  /** The console's sign-in (issue 33): a spent or unknown sign-in is 404, a late one 400, in the console's words. */
+  consoleSignIn: platform(M.console.failed, {
+    refusals: {
+      login_session_not_found: () => notFound(M.console.signInNotFound),
+      login_session_expired: () => badRequest(M.console.signInExpired),
+    },
+  }),
+  /** Commissions, the ledger, payouts and statements (issue 34): platform envelope, refusals as USUAL. */
+  money: platform(M.management.failed),
   /** POST /api/v1/webhooks/processor: a 500 makes the processor retry the event. */
   processorWebhook: platform(M.processor.failed),
   performance: platform(M.dashboard.performanceFailed),
@@ -105,6 +133,7 @@ export const SURFACES = {
   cliAuthPoll: cli(M.cli.pollFailed),
   cliInit: cli(M.cli.initFailed),
   cliPrograms: cli(M.cli.programsFailed),
+  cliPayouts: cli(M.cli.payoutsFailed),
   cliStatus: cli(M.cli.statusFailed),
   cliTestEvent: {
     failed: ({ requestId, body }) =>

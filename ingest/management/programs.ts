@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import { sql, type Database } from '../../core/db.js';
-import { issueProgramKey } from '../../domain/programs/api-keys.js';
+import { regenerateProgramKey } from '../../domain/programs/api-keys.js';
 import { createProgram, getProgram, updateProgram } from '../../domain/programs/programs.js';
 import { workspacesOf } from '../../domain/access/workspaces.js';
+import { auditContextOf } from '../http/audit.js';
 import type { Auth } from '../http/auth.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
@@ -55,7 +56,7 @@ export function programRoutes(app: ZodApp, { db, auth }: { db: Database; auth: A
         lead_auth: b.lead_auth ?? 'server_required',
         paymentTrackingMode: b.paymentTrackingMode ?? 'processor_connect',
         allowed_origins: b.allowed_origins ?? [],
-      });
+      }, auditContextOf(request));
       return { data: programView(program) };
     },
   );
@@ -83,8 +84,13 @@ export function programRoutes(app: ZodApp, { db, auth }: { db: Database; auth: A
     async (request) => {
       const { programId } = request.params;
       const current = (await getProgram(db, programId))!;
-      checkCommissionRate(request.body.commission_type ?? current.commission_type, request.body.commission_rate ?? current.commission_rate);
-      return { data: programView(await updateProgram(db, programId, request.body)) };
+      // The commission terms are owners' (issue 33): a member may change every other setting.
+      const { commission_type: type, commission_rate: rate } = request.body;
+      if ((type !== undefined && type !== current.commission_type) || (rate !== undefined && rate !== Number(current.commission_rate))) {
+        await auth.checkProgram(request, 'management', 'terms:write', programId);
+      }
+      checkCommissionRate(type ?? current.commission_type, rate ?? current.commission_rate);
+      return { data: programView(await updateProgram(db, programId, request.body, auditContextOf(request))) };
     },
   );
 
@@ -100,7 +106,7 @@ export function programRoutes(app: ZodApp, { db, auth }: { db: Database; auth: A
       },
     },
     async (request) => {
-      const { apiKey, masked } = await issueProgramKey(db, request.params.programId);
+      const { apiKey, masked } = await regenerateProgramKey(db, request.params.programId, auditContextOf(request));
       return { data: { program_id: request.params.programId, api_key: apiKey, api_token_masked: masked } };
     },
   );

@@ -30,6 +30,7 @@ export function processorEventRoutes(app: ZodApp, { db, auth }: { db: Database; 
         data: rows.map(({ event_created_seconds, ...r }) => ({
           ...r,
           deliveries: Number(r.deliveries),
+          sale_amount_minor: r.sale_amount_minor === null ? null : Number(r.sale_amount_minor),
           event_created_at: secondsToIso(Number(event_created_seconds)),
           received_at: r.received_at.toISOString(),
           updated_at: r.updated_at.toISOString(),

@@ -46,6 +46,9 @@ export const ProcessorEventItem = z.object({
   livemode: z.boolean(),
   sale_id: z.string().nullable(),
   transaction_id: z.string().nullable(),
+  /** The amount and currency of the sale the event recorded or refunded; null when it touched none. */
+  sale_amount_minor: z.number().int().nullable(),
+  sale_currency: z.string().nullable(),
   deliveries: z.number().int(),
   event_created_at: z.string(),
   received_at: z.string(),

@@ -1,6 +1,7 @@
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js';
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
+import { createBlockedOriginRecorder } from '../../domain/programs/blocked-origins.js';
 import { createClickWriter } from '../../domain/tracking/clicks.js';
 import type { ZodApp } from '../http/schemas.js';
 import { allowBrowser } from './browser.js';
@@ -20,7 +21,9 @@ function clickSerializers<S>(route: FastifyRouteSchemaDef<S>) {
 
 /** POST /click: from the tracker script (no key) or a brand's server (a key). */
 export function clickRoute(app: ZodApp, deps: TrackingRouteDeps) {
-  const clicks = createClickWriter(deps.db);
+  // Clicks refused for their origin are noted for the console and readiness, off the click's path.
+  const blocked = createBlockedOriginRecorder(deps.db, (err) => app.log.error({ err }, 'could not note a blocked origin'));
+  const clicks = createClickWriter(deps.db, { onOriginRefused: blocked.note });
   app.post(
     '/click',
     {

@@ -191,6 +191,7 @@ export const ReadinessData = z.object({
   test_events: z.object({ click: z.number().int(), lead: z.number().int(), sale: z.number().int() }),
   checks: z.array(ReadinessCheck),
   transaction_id_collisions: z.array(z.object({ transaction_id: z.string(), attempts: z.number().int(), last_seen_at: z.string() })),
+  blocked_origins: z.array(z.object({ origin: z.string(), attempts: z.number().int(), last_seen_at: z.string() })),
   checked_at: z.string(),
 });
 export const ReadinessResponse = z.object({ data: ReadinessData, warnings });

@@ -66,10 +66,9 @@ describe.runIf(browserTestsRun())('CLI browser login through the in-process Open
       // The page shows the terminal's code and waits for the person to continue.
       expect(await page.textContent('#user-code')).toBe(code);
       await page.click('#continue');
-      // The provider's sign-in page (oidc-provider's own interaction).
+      // The provider's sign-in page (ingest/oidc/provider-pages.ts): an email, no password.
       await page.waitForURL((u) => u.href.startsWith(service.provider.issuer), { timeout: 60_000 });
       await page.fill('input[name="login"]', DEMO_ACCOUNT.email);
-      await page.fill('input[name="password"]', 'any');
       await page.click('button[type="submit"]');
       // Back on the service's login page, which finishes the sign-in.
       await page.waitForSelector('#signed-in', { timeout: 60_000 });

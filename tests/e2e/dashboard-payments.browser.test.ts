@@ -10,7 +10,7 @@ import { openWarehouse, type Warehouse } from '../../core/warehouse.js';
 import { createSession } from '../../domain/access/workspaces.js';
 import { memoryRateLimitStore } from '../../ingest/http/rate-limit.js';
 import { buildTestApp, createTestProgram, type TestProgram } from '../support/app.js';
-import { browserTestsRun, launchChromium } from '../support/browser.js';
+import { browserTestsRun, launchChromium, openTokenForm } from '../support/browser.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { account, checkoutSession, event, id, signed, webhookSecret } from '../support/processor.js';
 
@@ -56,11 +56,21 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
 
   const ownerOf = sql('t.workspace_owner', `SELECT user_id FROM members WHERE workspace_id = $1 AND role = 'owner'`);
   const fact = (name: string) => page.textContent(`#payments-facts dd[data-fact="${name}"]`);
+  // The processor connection is on the console's Integrations screen, the checklist on its overview.
   const signIn = async (token: string) => {
-    await page.goto(`${base}/dashboard#program=${shop.programId}`);
+    await page.goto(`${base}/dashboard#program=${shop.programId}&screen=integrations`);
+    await openTokenForm(page);
     await page.fill('#token', token);
     await page.click('#sign-in-button');
-    await page.waitForSelector('main[data-state="ready"]');
+    await page.waitForSelector('main[data-state="ready"][data-screen="integrations"]');
+  };
+  const paymentsStep = async () => {
+    await page.click('#tabs a[data-screen="overview"]');
+    await page.waitForSelector('main[data-state="ready"][data-screen="overview"]');
+    const status = await page.getAttribute('#checklist li[data-step="payments"]', 'data-status');
+    await page.click('#tabs a[data-screen="integrations"]');
+    await page.waitForSelector('main[data-state="ready"][data-screen="integrations"]');
+    return status;
   };
   const sendEvent = async (evt: object) => {
     const payload = JSON.stringify(evt);
@@ -70,8 +80,8 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
     expect(res.status).toBe(200);
   };
   const refreshed = async () => {
-    await page.click('#refresh');
-    await page.waitForSelector('main[data-state="ready"]');
+    await page.click('#tabs a[data-screen="integrations"]');
+    await page.waitForSelector('main[data-state="ready"][data-screen="integrations"]');
   };
 
   it('shows the program as not connected, with where to point the webhook', async () => {
@@ -81,7 +91,7 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
     expect(await fact('Account')).toBe('–');
     expect(await page.textContent('#processor-webhook')).toContain('signing secret');
     expect(await page.isHidden('#processor-disconnect')).toBe(true);
-    expect(await page.getAttribute('#checklist li[data-step="payments"]', 'data-status')).toBe('pending');
+    expect(await paymentsStep()).toBe('pending');
   });
 
   it('an owner connects an account with its secret: pending, with its own webhook URL, until its first event; then connected', async () => {
@@ -93,14 +103,14 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
     expect(await page.textContent('#processor-webhook')).toContain(`${base}/api/v1/webhooks/processor/${acct}`);
     expect(await page.inputValue('#processor-secret')).toBe('');
     expect(await page.content()).not.toContain(secret);
-    expect(await page.getAttribute('#checklist li[data-step="payments"]', 'data-status')).toBe('pending');
+    expect(await paymentsStep()).toBe('pending');
     await sendEvent(event('customer.created', { id: id('cus'), object: 'customer' }));
     await refreshed();
     await page.waitForSelector('#payments[data-status="connected"]');
     expect(await fact('Status')).toBe('Connected');
     expect(await fact('Account')).toBe(acct);
     expect(await fact('Charges enabled')).toBe('No');
-    expect(await page.getAttribute('#checklist li[data-step="payments"]', 'data-status')).toBe('complete');
+    expect(await paymentsStep()).toBe('complete');
 
     await sendEvent(event('account.updated', account({ id: acct, charges_enabled: true, payouts_enabled: true, details_submitted: true })));
     const click = await (await fetch(`${base}/api/v1/track/click`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ affiliate_url: `https://shoes.acme.example/?aff=${shop.affCode}` }) })).json();
@@ -110,7 +120,7 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
     expect(await fact('Charges enabled')).toBe('Yes');
     expect(await fact('Payouts enabled')).toBe('Yes');
     const rows = await page.$$eval('#processor-events tbody tr', (trs) => trs.map((tr) => tr.textContent));
-    expect(rows.some((r) => r?.includes('checkout.session.completed') && r.includes('recorded'))).toBe(true);
+    expect(rows.some((r) => r?.includes('checkout.session.completed') && r.includes('Recorded'))).toBe(true);
   });
 
   it('a member who is not an owner is refused with the message shown, and nothing changes', async () => {
@@ -134,7 +144,7 @@ describe.runIf(browserTestsRun())('dashboard page: Payments section of the progr
     await page.waitForSelector('#payments[data-status="connected"]');
     await page.click('#processor-disconnect');
     await page.waitForSelector('#payments[data-status="not_connected"]');
-    expect(await page.getAttribute('#checklist li[data-step="payments"]', 'data-status')).toBe('pending');
+    expect(await paymentsStep()).toBe('pending');
     expect(problems).toEqual([]);
   });
 });

@@ -23,7 +23,7 @@ import { createLoader } from '../../processors/loader/loader.js';
 import { createLoadingLog } from '../../processors/loader/loading-log.js';
 import { createRelay } from '../../processors/relay.js';
 import { DOCS_BASE_URL, FEE_BPS, createTestProgram, createTestWorkspace, type TestProgram } from '../support/app.js';
-import { browserTestsRun, launchChromium } from '../support/browser.js';
+import { browserTestsRun, launchChromium, openTokenForm } from '../support/browser.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 
 /**
@@ -392,6 +392,7 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
     try {
       const page = await context.newPage();
       await page.goto(`${api('https')}/dashboard`);
+      await openTokenForm(page);
       await page.fill('#token', shop.workspace.ownerToken);
       await page.click('#sign-in-button');
       await page.waitForSelector(`main[data-state="ready"][data-program-id="${shop.programId}"]`);
@@ -489,6 +490,7 @@ describe.runIf(browserTestsRun())('tracker script, browser SDK and React provide
       const service = `http://127.0.0.1:${appPort}`;
       const dashboard = await context.newPage();
       await dashboard.goto(`${service}/dashboard`);
+      await openTokenForm(dashboard);
       await dashboard.fill('#token', workspace.ownerToken);
       await dashboard.click('#sign-in-button');
       await dashboard.waitForSelector(`main[data-state="ready"][data-program-id="${programId}"]`);

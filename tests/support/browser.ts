@@ -25,3 +25,9 @@ export async function launchChromium(args: string[] = []): Promise<Browser> {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', ...args],
   });
 }
+
+/** The console's "Use a session token instead": the form an operator's token is pasted into. */
+export async function openTokenForm(page: import('playwright-core').Page): Promise<void> {
+  await page.waitForSelector('#sign-in-button:not([disabled])', { state: 'attached' });
+  if ((await page.getAttribute('#token-details', 'open')) === null) await page.click('#token-details summary');
+}

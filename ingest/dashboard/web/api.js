@@ -1,5 +1,5 @@
-/* global fetch */
-// The dashboard API, with the session token as a Bearer header (never a cookie).
+/* global fetch, dispatchEvent, CustomEvent */
+// The dashboard API, with the session token as a Bearer header (never a cookie, never a URL).
 import { state } from './state.js';
 
 export class ApiFailure extends Error {
@@ -9,11 +9,15 @@ export class ApiFailure extends Error {
   }
 }
 
+/**
+ * One call. A 401 means the session ended (expired, revoked, suspended): the page hears of it
+ * through the `session-ended` event and goes back to the sign-in page.
+ */
 export async function api(path, signal, init = {}) {
   const response = await fetch(path, {
     method: init.method ?? 'GET',
     headers: {
-      authorization: `Bearer ${state.token}`,
+      ...(state.token && !init.anonymous ? { authorization: `Bearer ${state.token}` } : {}),
       accept: 'application/json',
       ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
     },
@@ -30,6 +34,7 @@ export async function api(path, signal, init = {}) {
   }
   if (!response.ok) {
     const message = body?.error?.message ?? body?.message ?? `The server answered ${response.status}`;
+    if (response.status === 401 && state.token && !init.anonymous) dispatchEvent(new CustomEvent('session-ended'));
     throw new ApiFailure(response.status, message);
   }
   return body;

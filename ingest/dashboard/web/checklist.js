@@ -56,7 +56,7 @@ function checklistSteps(status, program) {
           : payments.isProcessorConnected
             ? `Payment processor connected${payments.processorAccountId ? ` (${payments.processorAccountId})` : ''}.`
             : `No payment processor connected (status: ${payments.processorConnectionStatus ?? 'unknown'}).`,
-      next: 'Connect your payment processor in the program settings, or send each payment from your server: switch the program to server-to-server tracking, then post sales to /api/v1/track/sale.',
+      next: 'Connect your payment processor under Integrations, or send each payment from your server: set Payment tracking to server to server in Settings (or with the API, below), then post sales to /api/v1/track/sale.',
       code: [
         `curl -X PATCH ${origin}/api/tracking/programs/${program.id} -H 'authorization: Bearer <dashboard token>' \\\n  -H 'content-type: application/json' -d '{"paymentTrackingMode":"s2s"}'`,
       ],
@@ -66,7 +66,7 @@ function checklistSteps(status, program) {
       title: 'Approve a partner',
       done: status.hasPartners === true,
       detail: status.hasPartners ? 'At least one approved partner.' : 'No approved partner yet.',
-      next: 'Add a partner: they get a referral link to share.',
+      next: 'Add a partner under Partners (or with the API, below): they get a referral link to share.',
       code: [
         `curl -X POST ${origin}/api/tracking/programs/${program.id}/partners -H 'authorization: Bearer <dashboard token>' \\\n  -H 'content-type: application/json' -d '{"name":"<partner name>"}'`,
       ],

@@ -1,9 +1,28 @@
 /* global document, location */
-// Program settings, payments: the processor connection (issue 12), its webhook URL and the latest
-// processor events.
+// The integrations screen: the processor connection with its ownership proof (issue 27), its own
+// webhook URL and the latest processor events with what each did (amount, currency, test or live,
+// the sale). Two requests: the connection and the events.
 import { api } from './api.js';
-import { timeFormat } from './format.js';
+import { formatMoney, timeFormat } from './format.js';
 import { $, state } from './state.js';
+import { renderTable } from './table.js';
+import { say } from './ui.js';
+
+export async function loadIntegrations(signal, current) {
+  say('processor-error');
+  const [connection, events] = await Promise.allSettled([
+    api(`/api/tracking/programs/${state.programId}/processor-connection`, signal),
+    api(`/api/tracking/programs/${state.programId}/processor-events?limit=50`, signal),
+  ]);
+  if (!current()) return 'stale';
+  renderPayments(connection.status === 'fulfilled' ? connection.value.data : null, events.status === 'fulfilled' ? events.value.data : []);
+  const failed = [connection, events].find((r) => r.status === 'rejected');
+  if (failed) {
+    say('processor-error', `Could not load the integration: ${failed.reason.message}`);
+    return 'error';
+  }
+  return 'ready';
+}
 
 const STATUS_WORDS = {
   connected: 'Connected',
@@ -31,7 +50,7 @@ export function renderPayments(payments, events) {
   // Each account has its own URL, whose events are checked with the secret given here (issue 27).
   const account = payments?.processorAccountId;
   $('processor-webhook').textContent = account
-    ? `In the account's processor dashboard, point its webhook endpoint at ${location.origin}/api/v1/webhooks/processor/${account} ` +
+    ? `In the account's processor dashboard, point its webhook endpoint at ${payments.webhookUrl ?? `${location.origin}/api/v1/webhooks/processor/${account}`} ` +
       `with the events ${HANDLED_EVENTS}.` +
       (connected ? '' : ' Sales are recorded once its first signed event has arrived.')
     : 'Create a webhook endpoint in the processor dashboard of the account, then connect the account here with the ' +
@@ -63,22 +82,32 @@ function renderFacts(payments, status) {
   );
 }
 
+const OUTCOME_WORDS = { recorded: 'Recorded', skipped: 'Skipped', ignored: 'Ignored', waiting: 'Waiting for its payment' };
+
+const EVENT_COLUMNS = [
+  { label: 'Received', text: (e) => timeFormat.format(new Date(e.received_at)), csv: (e) => e.received_at },
+  { label: 'Event', text: (e) => e.event_type },
+  { label: 'Mode', text: (e) => (e.livemode ? 'Live' : 'Test'), csv: (e) => (e.livemode ? 'live' : 'test') },
+  { label: 'Outcome', text: (e) => (e.reason ? `${OUTCOME_WORDS[e.outcome] ?? e.outcome} (${e.reason})` : (OUTCOME_WORDS[e.outcome] ?? e.outcome)), csv: (e) => e.outcome },
+  { label: 'Reason', text: null, csv: (e) => e.reason ?? '' },
+  { label: 'Sale', text: (e) => e.transaction_id ?? '–', csv: (e) => e.transaction_id ?? '' },
+  { label: 'Sale id', text: null, csv: (e) => e.sale_id ?? '' },
+  {
+    label: 'Amount',
+    text: (e) => (e.sale_amount_minor === null ? '–' : formatMoney(e.sale_amount_minor / 100, { currency: e.sale_currency })),
+    csv: (e) => (e.sale_amount_minor === null ? '' : (e.sale_amount_minor / 100).toFixed(2)),
+  },
+  { label: 'Currency', text: null, csv: (e) => e.sale_currency ?? '' },
+  { label: 'Deliveries', text: (e) => String(e.deliveries) },
+];
+
 function renderEvents(events) {
-  const table = $('processor-events');
-  table.hidden = events.length === 0;
-  table.tBodies[0].replaceChildren(
-    ...events.map((e) => {
-      const tr = document.createElement('tr');
-      tr.dataset.eventId = e.event_id;
-      const outcome = e.reason ? `${e.outcome} (${e.reason})` : e.outcome;
-      for (const text of [timeFormat.format(new Date(e.received_at)), e.event_type, outcome, String(e.deliveries)]) {
-        const td = document.createElement('td');
-        td.textContent = text;
-        tr.append(td);
-      }
-      return tr;
-    }),
-  );
+  renderTable($('processor-events'), 'processor-events', EVENT_COLUMNS.filter((c) => c.text !== null), events, {
+    row: (e) => ({ 'data-event-id': e.event_id }),
+    csvColumns: EVENT_COLUMNS,
+  });
+  $('processor-events').hidden = events.length === 0;
+  $('processor-events-empty').hidden = events.length > 0;
 }
 
 /** The connect and disconnect buttons; `reload` shows the program again once the connection changed. */

@@ -4,6 +4,7 @@
 import { drawChart, SERIES } from './chart.js';
 import { formatCount, formatMoney, percentFormat } from './format.js';
 import { $, state } from './state.js';
+import { renderTable } from './table.js';
 
 const PERIOD_NAMES = { '7d': 'the previous 7 days', '30d': 'the previous 30 days', '90d': 'the previous 90 days', all: 'the period before' };
 const dateFormat = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', year: 'numeric', timeZone: 'UTC' });
@@ -71,20 +72,17 @@ export function renderPerformance(body) {
         .join('; ')}.`
     : '';
   redrawChart();
-  const tbody = $('chart-table').tBodies[0];
-  tbody.replaceChildren(
-    ...body.data.map((row) => {
-      const tr = document.createElement('tr');
-      tr.dataset.date = row.date;
-      for (const cell of [row.date, formatCount(row.clicks), formatCount(row.leads), formatCount(row.conversions), formatMoney(row.revenue)]) {
-        const td = document.createElement('td');
-        td.textContent = cell;
-        tr.append(td);
-      }
-      return tr;
-    }),
-  );
+  renderTable($('chart-table'), 'daily', DAILY_COLUMNS, body.data, { row: (row) => ({ 'data-date': row.date }) });
 }
+
+/** The daily table, and its CSV (money as the answer gives it: dollars of meta.currency). */
+const DAILY_COLUMNS = [
+  { label: 'Day', text: (r) => r.date },
+  { label: 'Clicks', text: (r) => formatCount(r.clicks), csv: (r) => r.clicks },
+  { label: 'Leads', text: (r) => formatCount(r.leads), csv: (r) => r.leads },
+  { label: 'Conversions', text: (r) => formatCount(r.conversions), csv: (r) => r.conversions },
+  { label: 'Revenue', text: (r) => formatMoney(r.revenue), csv: (r) => r.revenue },
+];
 
 export function clearPerformance() {
   state.rows = [];
@@ -97,7 +95,7 @@ export function clearPerformance() {
   $('range').textContent = '';
   $('other-currencies').hidden = true;
   $('chart').replaceChildren();
-  $('chart-table').tBodies[0].replaceChildren();
+  renderTable($('chart-table'), 'daily', DAILY_COLUMNS, []);
 }
 
 const day = (iso) => dateFormat.format(new Date(`${iso.slice(0, 10)}T00:00:00Z`));

@@ -7,8 +7,12 @@ export const app = $('app');
 
 export const state = {
   token: null,
+  /** Who is signed in: { user, workspaces: [{ id, name, role }] } (GET /api/tracking/session). */
+  me: null,
   programs: [],
   programId: null,
+  /** The screen shown: overview, partners, settings, integrations, team, new-program. */
+  screen: 'overview',
   period: '7d',
   currency: 'USD',
   hidden: new Set(),
@@ -17,3 +21,12 @@ export const state = {
   load: 0,
   controller: null,
 };
+
+/** The workspace of the program shown (or the first one), and the signed-in person's role there. */
+export function currentWorkspace() {
+  const program = state.programs.find((p) => p.id === state.programId);
+  const workspaces = state.me?.workspaces ?? [];
+  return workspaces.find((w) => w.id === program?.workspace_id) ?? workspaces[0] ?? null;
+}
+
+export const isOwner = () => currentWorkspace()?.role === 'owner';

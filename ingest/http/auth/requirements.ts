@@ -57,6 +57,16 @@ const same403 = (message: string): AccessAnswers => ({
   missingPermission: () => answer(403, message),
 });
 
+/** What a member who is not an owner is told, per owner-only permission of the management routes. */
+const OWNER_ONLY: Partial<Record<Permission, string>> = {
+  'api_key:manage': M.management.ownerOnly,
+  'processor:manage': M.processor.ownerOnly,
+  'terms:write': M.management.termsOwnerOnly,
+  'team:manage': M.team.ownerOnly,
+  'webhooks:manage': M.webhooks.ownerOnly,
+  'money:write': M.money.ownerOnly,
+};
+
 /**
  * Every route family's credential and its refusals, per the spec's rules: the one place where
  * 401, 403 or 404 is chosen. Routes name their family; a retired program key is 401
@@ -88,8 +98,20 @@ export const REQUIREMENTS = {
       ...same(answer(401, M.management.sessionRequired)),
       unknownProgram: answer(403, M.management.forbidden),
       notMember: answer(403, M.management.forbidden),
-      missingPermission: (permission) =>
-        answer(403, permission === 'api_key:manage' ? M.management.ownerOnly : permission === 'processor:manage' ? M.processor.ownerOnly : M.management.forbidden),
+      missingPermission: (permission) => answer(403, OWNER_ONLY[permission] ?? M.management.forbidden),
+    },
+  },
+  // The workspace's team (issue 33, ours): a dashboard session; a workspace the user is not a
+  // member of (or that does not exist) is 403 like a stranger's program; members read the team,
+  // owners change it.
+  team: {
+    credential: 'session',
+    anonymous: false,
+    refuse: {
+      ...same(answer(401, M.management.sessionRequired)),
+      unknownProgram: answer(403, M.team.notMember),
+      notMember: answer(403, M.team.notMember),
+      missingPermission: () => answer(403, M.team.ownerOnly),
     },
   },
   // Authentication rule 6: performance answers 403 (not 401) without a session, to a non-member
@@ -128,6 +150,18 @@ export const REQUIREMENTS = {
     },
   },
   cliPrograms: { credential: 'account', anonymous: false, refuse: accountAnswers(M.cli.account.programsUserNotFound) },
+  // svc payouts (issue 34): one program with the account token; a program the account's
+  // advertisers do not hold is 404 like an unknown one (members and owners read).
+  cliProgram: {
+    credential: 'account',
+    anonymous: false,
+    refuse: {
+      ...accountAnswers(M.cli.account.userNotFound),
+      unknownProgram: answer(404, M.cli.programNotFound),
+      notMember: answer(404, M.cli.programNotFound),
+      missingPermission: () => answer(404, M.cli.programNotFound),
+    },
+  },
   // CLI with a program key (status, test-event): `<api_token>` in the malformed-header message,
   // and an invalid key is told how a workspace owner replaces it.
   cliProgramKey: { credential: 'programKey', anonymous: false, refuse: keyAnswers(M.cli.key) },

@@ -303,6 +303,8 @@ describe.each(databaseKinds())('dashboard API on %s', (kind) => {
             },
             hasPartners: false,
             lastUpdated: '2031-01-02T03:04:05.678Z',
+            // The program's outgoing webhook endpoints (issue 32): none yet.
+            webhooks: { endpoints: 0, enabled: 0, disabled_failing: 0, disabled_manual: 0, failing: 0 },
           },
         });
       } finally {

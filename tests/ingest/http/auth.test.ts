@@ -17,7 +17,7 @@ const agent = (workspaceId: number, scopes: Permission[]): Principal => ({ kind:
 describe('the permission check', () => {
   const inProgram = (role: 'owner' | 'member' | null) => ({ workspaceId: 7, programId: 70, role });
 
-  it('grants roles as today: members read and edit programs, only owners manage the key and the processor connection', () => {
+  it('grants roles: members read and edit programs, only owners manage the key, the processor connection, the terms, the team, webhooks and money', () => {
     const table = (role: 'owner' | 'member' | null) => Object.fromEntries(PERMISSIONS.map((p) => [p, decide(session(1), inProgram(role), p)]));
     expect(table('owner')).toEqual({
       'tracking:read': 'allowed',
@@ -25,6 +25,10 @@ describe('the permission check', () => {
       'program:write': 'allowed',
       'api_key:manage': 'allowed',
       'processor:manage': 'allowed',
+      'terms:write': 'allowed',
+      'team:manage': 'allowed',
+      'webhooks:manage': 'allowed',
+      'money:write': 'allowed',
     });
     expect(table('member')).toEqual({
       'tracking:read': 'allowed',
@@ -32,6 +36,10 @@ describe('the permission check', () => {
       'program:write': 'allowed',
       'api_key:manage': 'missing-permission',
       'processor:manage': 'missing-permission',
+      'terms:write': 'missing-permission',
+      'team:manage': 'missing-permission',
+      'webhooks:manage': 'missing-permission',
+      'money:write': 'missing-permission',
     });
     expect(table(null)).toEqual({
       'tracking:read': 'not-member',
@@ -39,6 +47,10 @@ describe('the permission check', () => {
       'program:write': 'not-member',
       'api_key:manage': 'not-member',
       'processor:manage': 'not-member',
+      'terms:write': 'not-member',
+      'team:manage': 'not-member',
+      'webhooks:manage': 'not-member',
+      'money:write': 'not-member',
     });
   });
 
@@ -103,9 +115,13 @@ const SPEC_STATUS: Record<Family, Record<string, number>> = {
   // Status: 401 without a session, 404 for an unknown program, 403 without tracking:read.
   status: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 404, notMember: 403, missingPermission: 403 },
   management: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 403, notMember: 403, missingPermission: 403 },
+  // The workspace's team (issue 33): 401 without a session, 403 for a stranger's or unknown workspace and for a member who is not owner.
+  team: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 403, notMember: 403, missingPermission: 403 },
   // CLI: account-token 401s (log in again), 403 for an advertiser_id not the account's; program-key 401s.
   cliInit: { malformed: 401, missing: 401, invalid: 401, unknownUser: 401, notMember: 403, missingPermission: 403, noWorkspace: 403 },
   cliPrograms: { malformed: 401, missing: 401, invalid: 401, unknownUser: 401 },
+  // svc payouts (issue 34): account-token 401s; a program the account's advertisers do not hold is 404 like an unknown one.
+  cliProgram: { malformed: 401, missing: 401, invalid: 401, unknownUser: 401, unknownProgram: 404, notMember: 404, missingPermission: 404 },
   cliProgramKey: { malformed: 401, missing: 401, invalid: 401 },
   // Agent API (issue 13): 401 without an agent key, 404 for another workspace's or an unknown program, 403 without the scope.
   agent: { malformed: 401, missing: 401, invalid: 401, unknownProgram: 404, notMember: 404, missingPermission: 403 },
@@ -134,8 +150,10 @@ describe('the requirement table', () => {
       performance: ['session', false],
       status: ['session', false],
       management: ['session', false],
+      team: ['session', false],
       cliInit: ['account', false],
       cliPrograms: ['account', false],
+      cliProgram: ['account', false],
       cliProgramKey: ['programKey', false],
       agent: ['agentKey', false],
     });
@@ -144,6 +162,7 @@ describe('the requirement table', () => {
   it('tells a member who is not owner who may manage the key, and refund answers an empty token as invalid', () => {
     expect(REQUIREMENTS.management.refuse.missingPermission('api_key:manage').message).toBe(M.management.ownerOnly);
     expect(REQUIREMENTS.management.refuse.missingPermission('program:write').message).toBe(M.management.forbidden);
+    expect(REQUIREMENTS.management.refuse.missingPermission('money:write').message).toBe(M.money.ownerOnly);
     expect(REQUIREMENTS.refund.refuse.missing.message).toBe(M.auth.invalid);
     expect(REQUIREMENTS.readiness.refuse.invalid).toEqual({ status: 401, message: M.readiness.invalid, code: 'invalid_key' });
   });

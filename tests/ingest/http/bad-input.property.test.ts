@@ -526,7 +526,12 @@ const managementState = sql(
           (SELECT md5(coalesce(string_agg(p::text, '|' ORDER BY p.id), '')) FROM programs p) AS programs_md5,
           (SELECT md5(coalesce(string_agg(l::text, '|' ORDER BY l.id), '')) FROM referral_links l) AS links_md5,
           (SELECT md5(coalesce(string_agg(k::text, '|' ORDER BY k.program_id), '')) FROM program_api_keys k) AS keys_md5,
-          (SELECT md5(coalesce(string_agg(c::text, '|' ORDER BY c.id), '')) FROM customers c) AS customers_md5`,
+          (SELECT md5(coalesce(string_agg(c::text, '|' ORDER BY c.id), '')) FROM customers c) AS customers_md5,
+          (SELECT count(*) FROM webhook_endpoints) AS webhook_endpoints, (SELECT count(*) FROM webhook_deliveries) AS webhook_deliveries,
+          (SELECT count(*) FROM ledger_entries) AS ledger_entries, (SELECT count(*) FROM payout_runs) AS payout_runs,
+          (SELECT count(*) FROM payouts) AS payouts,
+          (SELECT count(*) FROM workspace_invites) AS workspace_invites, (SELECT count(*) FROM members) AS members,
+          (SELECT count(*) FROM console_sign_ins) AS console_sign_ins`,
 );
 
 /** Everything a request could write: the tracking tables (tableCounts) and the management tables. */
@@ -544,7 +549,10 @@ function diff(before: Record<string, unknown>, after: Record<string, unknown>): 
 }
 
 const TRACKING_ROUTES = ['click', 'lead (browser mode)', 'lead (server mode)', 'sale', 'refund'] as const;
-const MANAGEMENT_ROUTES = ['create program', 'update program', 'create partner', 'update link'] as const;
+const MANAGEMENT_ROUTES = [
+  'create program', 'update program', 'create partner', 'update link', 'create webhook endpoint', 'create manual adjustment', 'create payouts',
+  'create allowed origin', 'create partner link', 'create invite',
+] as const;
 const ALL_ROUTES = [...TRACKING_ROUTES, ...MANAGEMENT_ROUTES];
 type RouteName = (typeof ALL_ROUTES)[number];
 
@@ -777,10 +785,11 @@ describe.each(databaseKinds())('bad input is refused with a 4xx, an envelope and
   const withField = (field: string, rawValue: string) => (r: RouteSpec) => jsonText({ ...r.base, [field]: raw(rawValue) });
   const stringField: Record<RouteName, string> = {
     click: 'affiliate_url', 'lead (browser mode)': 'click_id', 'lead (server mode)': 'customer_key', sale: 'transaction_id', refund: 'transaction_id',
-    'create program': 'name', 'update program': 'domain', 'create partner': 'name', 'update link': 'enabled',
+    'create program': 'name', 'update program': 'domain', 'create partner': 'name', 'update link': 'enabled', 'create webhook endpoint': 'url',
+    'create manual adjustment': 'reason', 'create payouts': 'cutoff', 'create allowed origin': 'origin', 'create partner link': 'aff_code', 'create invite': 'email',
   };
   const numberField: Partial<Record<RouteName, string>> = {
-    sale: 'amount_cents', 'create program': 'commission_rate', 'update program': 'attribution_window_days', 'update link': 'enabled',
+    sale: 'amount_cents', 'create program': 'commission_rate', 'update program': 'attribution_window_days', 'update link': 'enabled', 'create manual adjustment': 'amount_minor',
   };
   const EXAMPLES: Example[] = ALL_ROUTES.flatMap((route): Example[] => {
     const limit = route.startsWith('create') || route.startsWith('update') ? MANAGEMENT_LIMIT : TRACK_LIMIT;
@@ -1147,6 +1156,97 @@ function buildRoutes(fx: Fixtures): Record<RouteName, RouteSpec> {
       required: [['enabled']],
       semantic: [],
       allowed: [400],
+    },
+    // Issue 34: an owner's manual ledger entry on the shop's partner (it has a USD commission), and a payout run.
+    'create manual adjustment': {
+      ...management,
+      method: 'POST',
+      url: `/api/tracking/programs/${fx.shop.programId}/partners/${fx.shop.partnerId}/adjustments`,
+      base: { amount_minor: 250, currency: 'USD', reason: 'Launch bonus' },
+      bad: {
+        amount_minor: badNumber((n) => Number.isSafeInteger(n) && n !== 0 && Math.abs(n) <= 100_000_000_000),
+        currency: badEnum(['USD', 'EUR', 'VND']),
+        reason: badText(500),
+      },
+      required: [['amount_minor'], ['currency'], ['reason']],
+      // A currency the partner has no entry in.
+      semantic: [fc.constantFrom('EUR', 'VND').map((c): Mutation => ({ subject: 'currency', set: [['currency', c]] }))],
+      allowed: [400],
+      padField: 'reason',
+    },
+    'create payouts': {
+      ...management,
+      method: 'POST',
+      url: `/api/tracking/programs/${fx.shop.programId}/payouts`,
+      base: { cutoff: '2026-01-01T00:00:00Z' },
+      bad: {
+        cutoff: fc.oneof(
+          badText(40),
+          fc.constantFrom('2026-02-30T00:00:00Z', '2026-01-01', '2026-01-01T00:00:00', '9999-12-31T23:59:59Z', '2999-01-01T00:00:00+00:00', 'now', '1e400'),
+        ),
+      },
+      required: [],
+      semantic: [],
+      allowed: [400],
+    },
+    // Issue 33: the console's writes of one thing at a time.
+    'create allowed origin': {
+      ...management,
+      method: 'POST',
+      url: `${managedUrl}/allowed-origins`,
+      base: { origin: 'https://one-more.test.example' },
+      bad: { origin: fc.oneof(nonString, fc.constantFrom(...BAD_ORIGINS), oddText.filter((t) => !/^https?:\/\/[^/]+$/i.test(t)), poisoned.map((p) => `https://${p}.example`)) },
+      required: [['origin']],
+      semantic: [],
+      allowed: [400],
+    },
+    'create partner link': {
+      ...management,
+      method: 'POST',
+      url: `${managedUrl}/partners/${fx.managed.partnerId}/links`,
+      get base() {
+        return { aff_code: `more_${randomBytes(5).toString('hex')}` };
+      },
+      bad: { aff_code: badAffCode },
+      required: [],
+      // Another program's link code is taken.
+      semantic: [fc.constant<Mutation>({ subject: 'aff_code', set: [['aff_code', fx.shop.affCode]] })],
+      allowed: [400, 409],
+    },
+    'create invite': {
+      ...management,
+      method: 'POST',
+      url: `/api/tracking/workspaces/${fx.ws.workspaceId}/invites`,
+      get base() {
+        return { email: `invitee-${randomBytes(4).toString('hex')}@test.example`, role: 'member' };
+      },
+      bad: { email: badEmail, role: badEnum(['owner', 'member']) },
+      required: [['email'], ['role']],
+      semantic: [],
+      allowed: [400],
+    },
+    // Issue 32: the test app allows no private address, so each of these is refused before any write.
+    // description is left out of `bad`: null (every field's nasty values include it) removes it, which is valid.
+    'create webhook endpoint': {
+      ...management,
+      method: 'POST',
+      url: `${managedUrl}/webhook-endpoints`,
+      base: { url: 'https://8.8.8.8/hooks', events: ['sale.recorded', 'commission.created'], description: 'CRM' },
+      bad: {
+        url: fc.oneof(
+          badText(2048),
+          fc.constantFrom(
+            'http://8.8.8.8/hooks', 'https://127.0.0.1/h', 'https://[::1]/h', 'https://10.1.2.3/h', 'https://192.168.0.1/h', 'https://172.31.0.1/h',
+            'https://169.254.169.254/latest', 'https://[fe80::1]/h', 'https://[fd00::1]/h', 'https://0.0.0.0/h', 'https://2130706433/h',
+            'https://[::ffff:10.0.0.1]/h', 'ftp://8.8.8.8/', '/relative', 'https://8.8.8.8/#frag', 'https://8.8.8.8/h#',
+          ),
+        ),
+        events: fc.oneof(nonObject, fc.array(nonString, { minLength: 1, maxLength: 3 }), fc.constant([]), fc.constant(['sale.recorded', 'sale.recorded']), fc.constant(['click.recorded'])),
+      },
+      required: [['url'], ['events']],
+      semantic: [],
+      allowed: [400],
+      padField: 'description',
     },
   };
 }
