@@ -34,7 +34,7 @@ import { createDispatcher, webhookEventLog } from '../processors/webhooks/dispat
 import { enqueue, type QueuedEvent } from '../processors/webhooks/queue.js';
 import { createSender } from '../processors/webhooks/sender.js';
 import { startDeliveryWorker } from '../processors/webhooks/worker.js';
-import { webhookEventOf } from '../schemas/webhooks.js';
+import { webhookEventsOf } from '../schemas/webhooks.js';
 import { fmt, loadText, log, ratio } from './output.js';
 import { createBenchDatabase, databaseUrl, DEFAULT_ADMIN_URL, dropBenchDatabase, intSetting, seedProgram } from './setup.js';
 
@@ -85,8 +85,8 @@ async function throughput(db: Database, receiver: Receiver, programId: number, s
   const events: QueuedEvent[] = Array.from({ length: DELIVERIES / ENDPOINTS }, (_, i) => {
     const eventId = randomUUID();
     const payload = salePayload(programId, i);
-    const mapped = webhookEventOf('sale.recorded', { eventId, programId, occurredAt: payload.occurred_at, test: false, payload: payload as never })!;
-    return { eventId, programId, type: mapped.type, body: mapped.body };
+    const [mapped] = webhookEventsOf('sale.recorded', { eventId, programId, occurredAt: payload.occurred_at, test: false, payload: payload as never });
+    return { eventId: mapped!.id, programId, type: mapped!.type, body: mapped!.body };
   });
   for (let i = 0; i < events.length; i += 1_000) await enqueue(db, events.slice(i, i + 1_000));
   const sender = createSender({ allowPrivate: true, resolve: async () => ['127.0.0.1'], timeoutMs: 10_000, maxSocketsPerEndpoint: PER_ENDPOINT });

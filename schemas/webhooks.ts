@@ -3,8 +3,9 @@
  * can subscribe to, the body every delivery carries, and the one table that turns the internal
  * events of the event contract (event-contract.ts) into them. The dispatcher (processors/webhooks/)
  * reads the table; the endpoints API (ingest/webhooks/) offers its types as filters. A later
- * internal event (commission.approved, payout.paid...) joins by adding its row to WEBHOOK_MAPPING.
+ * internal event (partner.applied...) joins by adding its row to WEBHOOK_MAPPING.
  */
+import { createHash } from 'node:crypto';
 import type { EventPayloads, EventType } from './event-contract.js';
 
 /** The contract's events, in its order. */
@@ -29,7 +30,7 @@ export const TEST_PING_TYPE = 'webhook.test';
 
 export const isWebhookEventType = (value: string): value is WebhookEventType => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
 
-/** Every delivery's body; `id` is the internal event's id, also the webhook-id header. */
+/** Every delivery's body; `id` is the webhook's id (webhookIdOf), also the webhook-id header. */
 export interface WebhookBody {
   type: WebhookEventType | typeof TEST_PING_TYPE;
   id: string;
@@ -48,8 +49,34 @@ export interface InternalEvent<T extends EventType = EventType> {
   payload: EventPayloads[T];
 }
 
-/** One row: which webhook event an internal event becomes (undefined: none), and its data. */
-type MappingRow<T extends EventType> = (event: InternalEvent<T>) => { type: WebhookEventType; data: Record<string, unknown> } | undefined;
+/**
+ * One webhook a row makes. `idKey` is set when one internal event makes several webhooks: it tells
+ * them apart, and their ids derive from it and the event's id (webhookIdOf).
+ */
+interface MappedWebhook {
+  type: WebhookEventType;
+  data: Record<string, unknown>;
+  idKey?: string;
+}
+
+/** One row: which webhook events an internal event becomes (undefined or []: none), and their data. */
+type MappingRow<T extends EventType> = (event: InternalEvent<T>) => MappedWebhook | readonly MappedWebhook[] | undefined;
+
+/**
+ * A webhook's id: the internal event's id, or, for one of several webhooks of an event, the UUIDv5
+ * (RFC 9562) of its key in the event id's namespace. Deterministic, so every retry, every
+ * redelivery of the internal event by the log, and every re-read of the log gives the same id:
+ * the queue's unique (endpoint, event id) then makes no second delivery, and a receiver
+ * deduplicating on webhook-id sees one. A UUID, because the queue keys webhook events by uuid.
+ */
+export function webhookIdOf(eventId: string, idKey?: string): string {
+  if (idKey === undefined) return eventId;
+  const hash = createHash('sha1').update(Buffer.from(eventId.replace(/-/g, ''), 'hex')).update(idKey, 'utf8').digest().subarray(0, 16);
+  hash[6] = (hash[6]! & 0x0f) | 0x50; // version 5
+  hash[8] = (hash[8]! & 0x3f) | 0x80; // RFC 9562 variant
+  const hex = hash.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
 
 // The fields of a payload a brand receives: the payload's own names, times as ISO 8601 UTC text.
 const pick = <P extends object, K extends keyof P>(payload: P, keys: readonly K[]) => {
@@ -95,19 +122,39 @@ export const WEBHOOK_MAPPING: { readonly [T in EventType]?: MappingRow<T> } = {
     data: { ...pick(payload, ['commission_id', 'sale_id', 'partner_id', 'amount_cents', 'currency', 'approved_at', 'by', 'reason'] as const), test },
   }),
   'payout.created': ({ payload, test }) => ({ type: 'payout.created', data: { ...pick(payload, PAYOUT_FIELDS), test } }),
-  'payout.paid': ({ payload, test }) => ({ type: 'payout.paid', data: { ...pick(payload, PAYOUT_FIELDS), test } }),
+  // A paid payout pays its commissions: besides payout.paid, one commission.paid per commission it
+  // covers. The payload names them without their amounts, so commission.paid carries none (the
+  // brand has each amount from commission.created/approved); decisions/outgoing-webhooks.md.
+  'payout.paid': ({ payload, test }) => [
+    { type: 'payout.paid', data: { ...pick(payload, PAYOUT_FIELDS), test } },
+    ...payload.commission_ids.map((commissionId) => ({
+      type: 'commission.paid' as const,
+      data: { commission_id: commissionId, ...pick(payload, ['payout_id', 'partner_id', 'currency', 'paid_at'] as const), test },
+      idKey: `commission.paid:${commissionId}`,
+    })),
+  ],
 };
 
 /** The internal event types some row maps (the dispatcher reads only their topics). */
 export const MAPPED_EVENT_TYPES = Object.keys(WEBHOOK_MAPPING) as EventType[];
 
-/** The webhook event of an internal event, as its body's JSON text; undefined when it maps to none. */
-export function webhookEventOf(type: EventType, event: InternalEvent): { type: WebhookEventType; body: string } | undefined {
+/** A webhook event ready for the queue: its id (the webhook-id), type and body's JSON text. */
+export interface WebhookEvent {
+  id: string;
+  type: WebhookEventType;
+  body: string;
+}
+
+/** The webhook events of an internal event (none when it maps to none): the one place the mapping is applied. */
+export function webhookEventsOf(type: EventType, event: InternalEvent): WebhookEvent[] {
   const row = WEBHOOK_MAPPING[type] as MappingRow<EventType> | undefined;
   const mapped = row?.(event);
-  if (!mapped) return undefined;
-  const body: WebhookBody = { type: mapped.type, id: event.eventId, created_at: event.occurredAt, program_id: event.programId, data: mapped.data };
-  return { type: mapped.type, body: JSON.stringify(body) };
+  if (!mapped) return [];
+  return (Array.isArray(mapped) ? mapped : [mapped]).map((m: MappedWebhook) => {
+    const id = webhookIdOf(event.eventId, m.idKey);
+    const body: WebhookBody = { type: m.type, id, created_at: event.occurredAt, program_id: event.programId, data: m.data };
+    return { id, type: m.type, body: JSON.stringify(body) };
+  });
 }
 
 /** What binds an endpoint's sealed secret to it (core/secret-box.ts): a sealed value copied to another endpoint does not open. */

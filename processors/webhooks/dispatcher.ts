@@ -8,7 +8,7 @@
  */
 import type { Queryable } from '../../core/db.js';
 import type { DecodedEvent, EventType } from '../../schemas/event-contract.js';
-import { MAPPED_EVENT_TYPES, webhookEventOf } from '../../schemas/webhooks.js';
+import { MAPPED_EVENT_TYPES, webhookEventsOf } from '../../schemas/webhooks.js';
 import type { AvroCodec } from '../avro/codec.js';
 import type { EventLog, LogMessage } from '../event-log/event-log.js';
 import { enqueue, type QueuedEvent } from './queue.js';
@@ -52,14 +52,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           continue;
         }
         const { event_id, program_id, occurred_at, test, payload } = decoded.value;
-        const mapped = webhookEventOf(decoded.eventType as EventType, {
+        // One internal event may make several webhook events (payout.paid: one commission.paid per commission).
+        const mapped = webhookEventsOf(decoded.eventType as EventType, {
           eventId: event_id,
           programId: Number(program_id),
           occurredAt: occurred_at,
           test,
           payload: payload as never,
         });
-        if (mapped) events.push({ eventId: event_id, programId: Number(program_id), type: mapped.type, body: mapped.body, publishedAt: publishedAt[i] });
+        for (const m of mapped) events.push({ eventId: m.id, programId: Number(program_id), type: m.type, body: m.body, publishedAt: publishedAt[i] });
       }
       const deliveries = await enqueue(deps.db, events);
       if (deliveries) deps.onEnqueued?.(deliveries);

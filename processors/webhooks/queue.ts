@@ -107,7 +107,7 @@ const q = {
   ),
 };
 
-/** An event for the queue: the internal event's id, its program, the webhook type and body. */
+/** An event for the queue: its webhook id (schemas/webhooks.ts, webhookIdOf), its program, the webhook type and body. */
 export interface QueuedEvent {
   eventId: string;
   programId: number;

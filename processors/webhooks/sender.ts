@@ -35,7 +35,7 @@ export interface SenderOptions {
 export interface Attempt {
   endpointId: string;
   url: string;
-  /** The internal event's id: the webhook-id header, the same on every attempt. */
+  /** The webhook's id (schemas/webhooks.ts, webhookIdOf): the webhook-id header, the same on every attempt. */
   messageId: string;
   body: string;
   /** Every secret that signs: the current one, and the previous one during a rotation. */

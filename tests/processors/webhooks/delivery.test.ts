@@ -74,6 +74,50 @@ describe.each(databaseKinds())('outgoing webhooks on %s', (kind) => {
     expect(await deliveryRows(t.db)).toHaveLength(5);
   });
 
+  it('sends a paid payout as payout.paid and one commission.paid per commission, once each however often the log repeats it', async () => {
+    const program = await createTestProgram(app, t.db);
+    const base = `/api/tracking/programs/${program.programId}`;
+    const post = async (url: string, payload: object = {}) => {
+      const res = await app.inject({ method: 'POST', url: `${base}${url}`, headers: owner(program), payload });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().data;
+    };
+    const settings = await app.inject({ method: 'PATCH', url: `${base}/payout-settings`, headers: owner(program), payload: { payout_minimum_minor: 100 } });
+    expect(settings.statusCode, settings.body).toBe(200);
+    const r = await receiver();
+    const ep = await endpoint(program, r.url, ['commission.paid', 'payout.paid']);
+    const p = pipeline();
+    for (const i of [1, 2]) await attributedSale(app, program, `p${i}-${kind}-${Date.now()}`);
+    // The holds end now, as time passing would: both commissions approved, payable.
+    await t.db.many(sql('test.webhooks_end_holds', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE program_id = $1`), [program.programId]);
+    const [payout] = (await post('/payouts')).payouts;
+    await post(`/payouts/${payout.id}/mark-paid`, { reference: 'WISE-1' });
+    await p.relay();
+    await eventually(() => r.received.length, (n) => n >= 3);
+    const got = r.verified(ep.secret);
+    expect(got.map((g) => g.type).sort()).toEqual(['commission.paid', 'commission.paid', 'payout.paid']);
+    type Body = { id: string; created_at: string; data: { commission_ids: string[]; commission_id: string; paid_at: string } };
+    const paid = got.find((g) => g.type === 'payout.paid')!.body as Body;
+    const commissionIds = (await t.db.many<{ id: string }>(sql('test.webhooks_commissions', `SELECT id::text FROM commissions WHERE program_id = $1`), [program.programId])).map((c) => c.id);
+    expect([...paid.data.commission_ids].sort()).toEqual(commissionIds.sort());
+    const commissionPaid = got.filter((g) => g.type === 'commission.paid');
+    expect(commissionPaid.map((g) => (g.body as Body).data.commission_id).sort()).toEqual(commissionIds.sort());
+    for (const g of commissionPaid) {
+      expect(g.body).toMatchObject({ program_id: program.programId, created_at: paid.created_at, data: { payout_id: payout.id, partner_id: program.partnerId, currency: 'USD', paid_at: paid.data.paid_at, test: false } });
+      expect(g.body.id).toBe(g.id);
+    }
+    // Three webhook ids: the event's own for payout.paid, one of each commission beside it.
+    expect(paid.id).toBe(got.find((g) => g.type === 'payout.paid')!.id);
+    expect(new Set(got.map((g) => g.id)).size).toBe(3);
+    await eventually(() => deliveryRows(t.db), (rows) => rows.length === 3 && rows.every((d) => d.status === 'delivered'));
+    // The log hands payout.paid over again (a relay crash before its mark, a Kafka redelivery): no second delivery of any.
+    await t.db.many(sql('test.unmark', `UPDATE outbox SET relayed_at = NULL`));
+    await p.relay();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await deliveryRows(t.db)).toHaveLength(3);
+    expect(r.received).toHaveLength(3);
+  });
+
   it('sends only the types an endpoint asked for, to each of several endpoints', async () => {
     const program = await createTestProgram(app, t.db);
     const [a, b] = [await receiver(), await receiver()];
