@@ -171,17 +171,14 @@ export interface LedgerEntryRecordedPayload {
 }
 
 /** A commission became payable: its hold ended (hold_end) or an owner approved it (owner, with a reason). */
-export interface CommissionApprovedPayload {
-  commission_id: string;
-  sale_id: string;
-  program_id: number;
-  partner_id: number;
-  amount_cents: number;
-  currency: string;
+export interface CommissionApprovedPayload extends Omit<CommissionPayload, 'status' | 'created_at'> {
   approved_at: Date;
   by: 'hold_end' | 'owner';
   reason: string | null;
 }
+
+/** A payout's state (partner-program.md, "Payouts"): pending until marked paid or canceled. */
+export type PayoutStatus = 'pending' | 'paid' | 'canceled';
 
 /** A payout, whole (payout.created, payout.paid, payout.canceled). */
 export interface PayoutPayload {
@@ -190,7 +187,7 @@ export interface PayoutPayload {
   partner_id: number;
   currency: string;
   amount_minor: number;
-  status: 'pending' | 'paid' | 'canceled';
+  status: PayoutStatus;
   cutoff: Date;
   commission_ids: string[];
   clawback_entry_ids: number[];

@@ -7,29 +7,8 @@
  */
 import { sql } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
-
-/** The event tables (one per event type); the current-state tables hold no loaded_at. */
-const EVENT_TABLES = [
-  'click_recorded',
-  'customer_changed',
-  'sale_recorded',
-  'sale_status_changed',
-  'commission_created',
-  'commission_reversed',
-  'platform_fee_created',
-  'platform_fee_reversed',
-  'partner_program_changed',
-  'test_event_logged',
-  'sale_partially_refunded',
-  'commission_adjusted',
-  'platform_fee_adjusted',
-  // The ledger and payouts (schemas/clickhouse/0006_ledger.sql).
-  'ledger_entry_recorded',
-  'commission_approved',
-  'payout_created',
-  'payout_paid',
-  'payout_canceled',
-] as const;
+// The loader's event tables (one per event type); the current-state tables hold no loaded_at.
+import { EVENT_TABLES } from '../../processors/loader/mappers.js';
 
 export interface TableSummary {
   table: string;
@@ -41,7 +20,7 @@ export interface TableSummary {
   afterFirst: number;
 }
 
-// Table names come from the fixed list above, never from input.
+// Table names come from the loader's fixed list, never from input.
 const summaryQuery = (table: string) =>
   sql(
     `bench.pipeline_summary_${table}`,

@@ -3,7 +3,7 @@
  * appends one entry (actor, action, target, before, after, request id, time) through
  * `recordAudit`, inside the transaction of the write itself, so the two commit or roll back
  * together and a refused write leaves no entry. The table refuses UPDATE, DELETE and TRUNCATE
- * (schemas/postgres/functions/audit_log_append_only.sql). docs/decisions/audit-log.md.
+ * (schemas/postgres/functions/refuse_changes_to_append_only_table.sql). docs/decisions/audit-log.md.
  */
 import { sql, type Queryable } from '../../core/db.js';
 import type { Principal } from '../access/access.js';

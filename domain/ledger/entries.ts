@@ -5,28 +5,14 @@
  * SQL; this module reads a partner's ledger and writes an owner's manual entries.
  */
 import { sql, type Database, type Queryable } from '../../core/db.js';
-import type { LedgerKind } from '../../schemas/event-contract.js';
+import type { LedgerEntryRecordedPayload, LedgerKind } from '../../schemas/event-contract.js';
 import { recordAudit, type AuditContext } from '../audit/audit.js';
 import { refused } from '../errors.js';
 
 export type { LedgerKind };
 
-export interface LedgerEntry {
-  id: number;
-  program_id: number;
-  partner_id: number;
-  kind: LedgerKind;
-  amount_minor: number;
-  currency: string;
-  commission_id: string | null;
-  sale_id: string | null;
-  payout_id: string | null;
-  cause: string;
-  rule_version: number | null;
-  reason: string | null;
-  created_at: Date;
-  available_at: Date;
-}
+/** A row of ledger_entries: the ledger_entry.recorded event's fields, under the row's own id. */
+export type LedgerEntry = Omit<LedgerEntryRecordedPayload, 'entry_id'> & { id: number };
 
 const ENTRY_COLUMNS = `e.id, e.program_id, e.partner_id, e.kind, e.amount_minor, e.currency, e.commission_id, e.sale_id, e.payout_id,
   e.cause, e.rule_version, e.reason, e.created_at, e.available_at`;

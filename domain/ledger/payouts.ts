@@ -5,28 +5,15 @@
  * under the program's payout lock, so concurrent runs never cover a commission twice.
  */
 import { sql, type Database, type Queryable } from '../../core/db.js';
+import type { PayoutPayload, PayoutStatus } from '../../schemas/event-contract.js';
 import { recordAudit, type AuditContext } from '../audit/audit.js';
 import { refused } from '../errors.js';
 import { isUuid } from './lifecycle.js';
 
-export type PayoutStatus = 'pending' | 'paid' | 'canceled';
+export type { PayoutStatus };
 
-export interface Payout {
-  id: string;
-  program_id: number;
-  partner_id: number;
-  currency: string;
-  amount_minor: number;
-  status: PayoutStatus;
-  cutoff: Date;
-  commission_ids: string[];
-  clawback_entry_ids: number[];
-  manual_entry_ids: number[];
-  reference: string | null;
-  created_at: Date;
-  paid_at: Date | null;
-  canceled_at: Date | null;
-}
+/** A row of payouts: the payout events' fields, under the row's own id. */
+export type Payout = Omit<PayoutPayload, 'payout_id'> & { id: string };
 
 const PAYOUT_COLUMNS = `p.id, p.program_id, p.partner_id, p.currency, p.amount_minor, p.status, p.cutoff, p.commission_ids, p.clawback_entry_ids,
   p.manual_entry_ids, p.reference, p.created_at, p.paid_at, p.canceled_at`;

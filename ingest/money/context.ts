@@ -13,6 +13,11 @@ export interface MoneyContext {
 
 export const config = { surface: 'money' as const };
 
+/** Reading a program's money needs tracking:read; moving it (payouts, adjustments, settings) needs money:write. */
+export function moneyAccess(auth: Auth) {
+  return { read: auth.require('management', 'tracking:read'), write: auth.require('management', 'money:write') };
+}
+
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** The request's Idempotency-Key header: undefined when absent; 400 when it is not 1 to 255 printable characters. */

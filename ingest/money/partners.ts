@@ -6,7 +6,7 @@ import { auditContextOf } from '../http/audit.js';
 import { notFound } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import type { ZodApp } from '../http/schemas.js';
-import { config, idempotencyKey, type MoneyContext } from './context.js';
+import { config, idempotencyKey, moneyAccess, type MoneyContext } from './context.js';
 import {
   AdjustmentOk, AdjustmentRequest, Balance, LedgerCursor, LedgerEntry, LedgerQuery, PartnerParams, PayoutMethod, PayoutMethodRequest, data, moneyErrors, page,
 } from './schemas.js';
@@ -20,8 +20,7 @@ const methodOf = (b: { method: Method['method']; email?: string; name?: string; 
 
 /** A partner's money in the program: its ledger (cursor pages), its balances, an owner's adjustments, its payout method. */
 export function partnerMoneyRoutes(app: ZodApp, { db, auth }: MoneyContext) {
-  const read = auth.require('management', 'tracking:read');
-  const write = auth.require('management', 'money:write');
+  const { read, write } = moneyAccess(auth);
 
   app.get(
     '/programs/:programId/partners/:partnerId/ledger',

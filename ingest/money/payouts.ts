@@ -4,7 +4,7 @@ import { auditContextOf } from '../http/audit.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { programIdParam, type ZodApp } from '../http/schemas.js';
-import { config, idempotencyKey, type MoneyContext } from './context.js';
+import { config, idempotencyKey, moneyAccess, type MoneyContext } from './context.js';
 import {
   CreatePayoutsRequest, EmptyRequest, ExportQuery, MarkPaidRequest, Payout, PayoutParams, PayoutRun, PayoutsCursor, PayoutsQuery, data, moneyErrors, page,
 } from './schemas.js';
@@ -14,8 +14,7 @@ const CONTENT_TYPE = 'text/csv; charset=utf-8';
 
 /** Payouts (partner-program.md, "Payouts"): runs, reads, mark-paid, cancel, and the files for the payout providers. */
 export function payoutRoutes(app: ZodApp, { db, auth, clock }: MoneyContext) {
-  const read = auth.require('management', 'tracking:read');
-  const write = auth.require('management', 'money:write');
+  const { read, write } = moneyAccess(auth);
 
   app.post(
     '/programs/:programId/payouts',

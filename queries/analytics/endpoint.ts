@@ -3,31 +3,24 @@
  * directory one process opens: while the service runs, `npm run sql` cannot open it and asks this
  * process instead). Its own port, loopback by default (SQL_HOST, SQL_PORT), never the public API.
  *
- * Authentication: a random token made at start. The process keeps only its SHA-256 hash; the
- * token itself is written, with the address, to <DATA_DIR>/sql-endpoint.json (mode 0600), where
- * the operator's `npm run sql` reads it; whoever can read that file can read the data directory
- * anyway. The file also tells `npm run sql` that the service runs (see target.ts).
+ * Authentication (core/operator-endpoint.ts): a random token made at start, written with the
+ * address to <DATA_DIR>/sql-endpoint.json (mode 0600), where the operator's `npm run sql` reads it.
+ * The file also tells `npm run sql` that the service runs (see target.ts).
  *
  *   POST /sql  Authorization: Bearer <token>  {"query": "...", "params": {...}, "format": "csv"}
  *   200 the bytes in that format; 400 {"error": {"reason", "message"}}; 401 bad or no token.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { AnalyticsConfig } from '../../core/config.js';
+import { listenAndPublish, operatorToken, readBody, sendJson, type OperatorEndpoint } from '../../core/operator-endpoint.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { OUTPUT_FORMATS, QueryRefused, type OutputFormat } from './guard.js';
 import { QueryFailed, runAnalyticsQuery, warehouseAccess } from './run.js';
 
 export const ENDPOINT_FILE = 'sql-endpoint.json';
-
-/** What the running process writes for `npm run sql`. */
-export const EndpointFile = z.object({ pid: z.number().int(), url: z.url(), token: z.string().min(20) });
-export type EndpointFile = z.infer<typeof EndpointFile>;
 
 const Body = z.object({
   query: z.string().min(1).max(1_000_000),
@@ -47,42 +40,21 @@ const CONTENT_TYPES: Record<OutputFormat, string> = {
 
 const MAX_BODY_BYTES = 1_048_576;
 
-const hash = (token: string) => createHash('sha256').update(token).digest();
-
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) return undefined;
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-export interface SqlEndpoint {
-  url: string;
-  close(): Promise<void>;
-}
+/** The SQL endpoint while the service runs. */
+export type SqlEndpoint = OperatorEndpoint;
 
 export async function serveSqlEndpoint(deps: { warehouse: Warehouse; config: AnalyticsConfig; dataDir: string; logger: Logger }): Promise<SqlEndpoint> {
-  const token = randomBytes(32).toString('base64url');
-  const tokenHash = hash(token);
+  const token = operatorToken();
   const access = warehouseAccess(deps.warehouse);
   const server = createServer((req, res) => {
-    const json = (status: number, body: object) => {
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-      res.end(JSON.stringify(body));
-    };
-    const refuse = (status: number, reason: string, message: string) => json(status, { error: { reason, message } });
+    const refuse = (status: number, reason: string, message: string) => sendJson(res, status, { error: { reason, message } });
     void (async () => {
       if ((req.url ?? '/').split('?')[0] !== '/sql') return refuse(404, 'not_found', 'Not found: POST /sql');
       if (req.method !== 'POST') return refuse(405, 'method_not_allowed', 'Use POST /sql');
-      const presented = /^Bearer ([A-Za-z0-9_-]+)$/.exec(req.headers.authorization ?? '')?.[1];
-      if (!presented || !timingSafeEqual(hash(presented), tokenHash)) {
+      if (!token.presentedBy(req)) {
         return refuse(401, 'unauthorized', `A valid operator token is required (the one in ${join(deps.dataDir, ENDPOINT_FILE)})`);
       }
-      const text = await readBody(req);
+      const text = await readBody(req, MAX_BODY_BYTES);
       if (text === undefined) return refuse(413, 'too_large', `The request body is over ${MAX_BODY_BYTES} bytes`);
       let parsed: z.infer<typeof Body>;
       try {
@@ -111,23 +83,6 @@ export async function serveSqlEndpoint(deps: { warehouse: Warehouse; config: Ana
       if (!res.headersSent) refuse(500, 'internal', 'Internal error');
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(deps.config.endpoint.port, deps.config.endpoint.host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  const host = deps.config.endpoint.host.includes(':') ? `[${deps.config.endpoint.host}]` : deps.config.endpoint.host;
-  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-  const file = join(deps.dataDir, ENDPOINT_FILE);
-  const record: EndpointFile = { pid: process.pid, url, token };
-  // Removed first: the mode applies only to a file this call creates.
-  await rm(file, { force: true });
-  await writeFile(file, `${JSON.stringify(record)}\n`, { mode: 0o600, flag: 'wx' });
-  return {
-    url,
-    async close() {
-      await rm(file, { force: true });
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  const { host, port } = deps.config.endpoint;
+  return listenAndPublish(server, { host, port, recordFile: join(deps.dataDir, ENDPOINT_FILE), token: token.value });
 }

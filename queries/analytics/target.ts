@@ -11,15 +11,16 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../../core/config.js';
+import { liveEndpointRecord, type EndpointRecord } from '../../core/operator-endpoint.js';
 import { migrateWarehouse } from '../../core/warehouse-migrate.js';
 import { openWarehouse, type Warehouse } from '../../core/warehouse.js';
-import { ENDPOINT_FILE, EndpointFile } from './endpoint.js';
+import { ENDPOINT_FILE } from './endpoint.js';
 import { QueryRefused, type QueryLimits, type RefusalReason } from './guard.js';
 import { QueryFailed, runAnalyticsQuery, warehouseAccess, type AnalyticsRequest } from './run.js';
 
 export type SqlTarget =
   | { kind: 'distributed'; url: string }
-  | { kind: 'service'; endpoint: EndpointFile }
+  | { kind: 'service'; endpoint: EndpointRecord }
   | { kind: 'direct'; path: string };
 
 /** The configuration or the machine does not allow the chosen way (not the query's fault). */
@@ -30,18 +31,8 @@ export class TargetUnavailable extends Error {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists, owned by someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The running service's endpoint record, or undefined when none runs (a stale file is ignored). */
-export async function runningService(dataDir: string): Promise<EndpointFile | undefined> {
+export async function runningService(dataDir: string): Promise<EndpointRecord | undefined> {
   const file = join(dataDir, ENDPOINT_FILE);
   let text: string;
   try {
@@ -49,9 +40,7 @@ export async function runningService(dataDir: string): Promise<EndpointFile | un
   } catch {
     return undefined;
   }
-  const record = EndpointFile.safeParse(JSON.parse(text));
-  if (!record.success) throw new TargetUnavailable(`${file} is not a SQL endpoint record; remove it if no service runs`);
-  return alive(record.data.pid) ? record.data : undefined;
+  return liveEndpointRecord(text, () => new TargetUnavailable(`${file} is not a SQL endpoint record; remove it if no service runs`));
 }
 
 export async function chooseTarget(config: Pick<Config, 'warehouse' | 'dataDir'>, options: { direct?: boolean } = {}): Promise<SqlTarget> {

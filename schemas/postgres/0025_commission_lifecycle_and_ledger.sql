@@ -1,7 +1,7 @@
 -- Issue 34: the commission lifecycle and the append-only ledger (partner-program.md, "Commission
 -- lifecycle" and "Ledger"; docs/decisions/ledger.md). The rules are in functions/: record_sale,
 -- record_refund, record_partial_refund, approve_due_commissions, decide_commission, create_payouts;
--- append-only is enforced by the trigger of functions/ledger_entries_append_only.sql.
+-- append-only is enforced by the trigger of functions/refuse_changes_to_append_only_table.sql.
 
 -- Program settings: the hold before a commission is payable, and the smallest payout (per currency:
 -- each currency's balance is compared with it on its own).

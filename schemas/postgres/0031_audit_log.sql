@@ -1,6 +1,6 @@
 -- Issue 32, point 6: the audit log (partner-program.md, "Audit log"). One row per brand-side write,
 -- appended by domain/audit/audit.ts in the transaction of the write itself, so a write and its
--- entry commit or roll back together. Append-only: the trigger of functions/audit_log_append_only.sql
+-- entry commit or roll back together. Append-only: the trigger of functions/refuse_changes_to_append_only_table.sql
 -- refuses UPDATE, DELETE and TRUNCATE. docs/decisions/audit-log.md.
 
 -- No foreign keys: an entry outlives what it names (a deleted endpoint, a removed member), and a

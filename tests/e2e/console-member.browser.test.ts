@@ -3,30 +3,20 @@
  * the payouts, the processor or the team (each refusal shown on the page, nothing changed); then every screen
  * on a 390 px phone (no sideways scrolling), checked with axe-core, and the forms by keyboard.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../core/db.js';
-import { migrateWarehouse } from '../../core/warehouse-migrate.js';
-import { openWarehouse, type Warehouse } from '../../core/warehouse.js';
 import { M } from '../../ingest/http/messages.js';
-import { browserTestsRun, launchChromium } from '../support/browser.js';
-import { axeViolations, createBrand, horizontalOverflow, relayAll, screenshot, send, signInWithProvider, type Brand } from '../support/console-browser.js';
-import { startConsoleService, type ConsoleService } from '../support/console-service.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { browserTestsRun } from '../support/browser.js';
+import { axeViolations, horizontalOverflow, relayAll, screenshot, send, signInWithProvider, type Brand } from '../support/console-browser.js';
+import { openConsoleWorld, type ConsoleWorld } from '../support/console-world.js';
 import { checkoutSession, event, signed, webhookSecret } from '../support/processor.js';
 
 const SCREENS = ['overview', 'partners', 'money', 'settings', 'integrations', 'webhooks', 'audit', 'team'] as const;
 
 describe.runIf(browserTestsRun())('the console as a member, on a phone, with axe-core and the keyboard, in Chromium', () => {
-  let t: TestDatabase;
-  let dir: string;
-  let warehouse: Warehouse;
-  let service: ConsoleService;
+  let world: ConsoleWorld;
   let base: string;
-  let browser: Browser;
   let page: Page;
   let brand: Brand;
   let programId: number;
@@ -35,14 +25,8 @@ describe.runIf(browserTestsRun())('the console as a member, on a phone, with axe
   const problems: string[] = [];
 
   beforeAll(async () => {
-    browser = await launchChromium();
-    t = await createTestDatabase('pglite');
-    dir = await mkdtemp(join(tmpdir(), 'ats-console-member-'));
-    warehouse = await openWarehouse({ kind: 'chdb', path: join(dir, 'ch') });
-    await migrateWarehouse(warehouse);
-    service = await startConsoleService(t.db, { warehouse });
-    base = service.url;
-    brand = await createBrand(t.db, tag);
+    world = await openConsoleWorld('ats-console-member-', tag);
+    ({ base, brand } = world);
     const created = await send(base, 'POST', '/api/tracking/programs', { name: 'Acme Shoes', domain: 'shoes.acme.example', commission_type: 'percent', commission_rate: 10 }, brand.ownerToken);
     programId = created.data.id;
     apiKey = (await send(base, 'POST', `/api/tracking/programs/${programId}/api-key`, undefined, brand.ownerToken)).data.api_key;
@@ -59,22 +43,18 @@ describe.runIf(browserTestsRun())('the console as a member, on a phone, with axe
     await send(base, 'POST', `/api/tracking/workspaces/${brand.workspaceId}/invites`, { email: `pending-${tag}@acme.example`, role: 'member' }, brand.ownerToken);
     // A pending payout of the sale's commission (its hold ended, a low minimum), for the money screen.
     await send(base, 'PATCH', `/api/tracking/programs/${programId}/payout-settings`, { payout_minimum_minor: 100 }, brand.ownerToken);
-    await t.db.many(sql('t.console_member_end_holds', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE program_id = $1 AND status = 'pending'`), [programId]);
+    await world.db.many(sql('t.console_member_end_holds', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE program_id = $1 AND status = 'pending'`), [programId]);
     await send(base, 'POST', `/api/tracking/programs/${programId}/payouts`, {}, brand.ownerToken);
-    await relayAll(t.db, warehouse);
+    await relayAll(world.db, world.warehouse);
 
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page = await world.browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
       if (message.type() === 'error' && !/status of 403/.test(message.text())) problems.push(`console: ${message.text()}`);
     });
   }, 120_000);
   afterAll(async () => {
-    await browser?.close();
-    await service?.close();
-    await warehouse?.close();
-    await t?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await world?.close();
   });
 
   const ready = (screen: string) => page.waitForSelector(`main[data-state="ready"][data-screen="${screen}"]`);

@@ -4,31 +4,22 @@
  * CSV of every table, an invite followed in another browser, signing out. On the real app with
  * PGlite, chDB and the provider; screenshots in tests/e2e/screenshots/ (looked at by hand).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { readFile } from 'node:fs/promises';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../core/db.js';
-import { migrateWarehouse } from '../../core/warehouse-migrate.js';
-import { openWarehouse, type Warehouse } from '../../core/warehouse.js';
-import { browserTestsRun, launchChromium } from '../support/browser.js';
-import { axeViolations, createBrand, relayAll, screenshot, send, signInWithProvider, type Brand } from '../support/console-browser.js';
-import { startConsoleService, type ConsoleService } from '../support/console-service.js';
+import { browserTestsRun } from '../support/browser.js';
+import { axeViolations, relayAll, screenshot, send, signInWithProvider, type Brand } from '../support/console-browser.js';
+import { openConsoleWorld, type ConsoleWorld } from '../support/console-world.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 import { eventually, startInProcessWebhooks } from '../support/webhooks.js';
 import { WEBHOOK_EVENT_TYPES } from '../../schemas/webhooks.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 
 declare const sessionStorage: Record<string, string> & { readonly length: number };
 
 describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => {
-  let t: TestDatabase;
-  let dir: string;
-  let warehouse: Warehouse;
-  let service: ConsoleService;
+  let world: ConsoleWorld;
   let base: string;
-  let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   let brand: Brand;
@@ -39,15 +30,9 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
   const urls: string[] = [];
 
   beforeAll(async () => {
-    browser = await launchChromium();
-    t = await createTestDatabase('pglite');
-    dir = await mkdtemp(join(tmpdir(), 'ats-console-'));
-    warehouse = await openWarehouse({ kind: 'chdb', path: join(dir, 'ch') });
-    await migrateWarehouse(warehouse);
     // Webhook endpoints on this machine's receiver: private addresses allowed, as in local use.
-    service = await startConsoleService(t.db, { warehouse, webhooks: { allowPrivateUrls: true } });
-    base = service.url;
-    brand = await createBrand(t.db, tag);
+    world = await openConsoleWorld('ats-console-', tag, { webhooks: { allowPrivateUrls: true } });
+    ({ base, brand } = world);
     const created = await send(base, 'POST', '/api/tracking/programs', { name: 'Acme Shoes', domain: 'shoes.acme.example', commission_type: 'percent', commission_rate: 10, allowed_origins: [base] }, brand.ownerToken);
     programId = created.data.id;
     apiKey = (await send(base, 'POST', `/api/tracking/programs/${programId}/api-key`, undefined, brand.ownerToken)).data.api_key;
@@ -66,9 +51,9 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
     });
     expect(refused.status).toBe(403);
     await send(base, 'POST', '/api/v1/cli/test-event', { event_type: 'click' }, apiKey);
-    await relayAll(t.db, warehouse);
+    await relayAll(world.db, world.warehouse);
 
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+    context = await world.browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
     page = await context.newPage();
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
@@ -79,11 +64,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
     });
   }, 120_000);
   afterAll(async () => {
-    await browser?.close();
-    await service?.close();
-    await warehouse?.close();
-    await t?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await world?.close();
   });
 
   const ready = (screen: string) => page.waitForSelector(`main[data-state="ready"][data-screen="${screen}"]`);
@@ -109,7 +90,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
   });
 
   it('a stranger is refused on the provider page in plain words', async () => {
-    const other = await browser.newPage();
+    const other = await world.browser.newPage();
     try {
       await other.goto(`${base}/dashboard`);
       await other.click('#oidc-button');
@@ -160,7 +141,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
     await ready('partners');
     await page.click('#partners-table tr:has-text("Linus") button[data-add-link]');
     await page.waitForSelector('#partners-table tr:has-text("Linus") ul.links li:nth-child(2)');
-    const linus = await t.db.many(sql('t.console_linus_links', `SELECT l.aff_code FROM referral_links l JOIN partners p ON p.id = l.partner_id WHERE p.name = 'Linus'`));
+    const linus = await world.db.many(sql('t.console_linus_links', `SELECT l.aff_code FROM referral_links l JOIN partners p ON p.id = l.partner_id WHERE p.name = 'Linus'`));
     expect(linus).toHaveLength(2);
     await screenshot(page, 'owner-partners');
   });
@@ -222,7 +203,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
 
   it('money: a payout run, one canceled and one marked paid, the export file, the month\'s statement with its digest; CSVs', async () => {
     // Ada's two commissions past their hold, and a minimum they reach (the API, as an owner would in Settings).
-    await t.db.many(sql('t.console_end_holds', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE program_id = $1 AND status = 'pending'`), [programId]);
+    await world.db.many(sql('t.console_end_holds', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE program_id = $1 AND status = 'pending'`), [programId]);
     await send(base, 'PATCH', `/api/tracking/programs/${programId}/payout-settings`, { payout_minimum_minor: 1_000 }, brand.ownerToken);
     const adaId = (await send(base, 'GET', `/api/tracking/programs/${programId}/partners?search=ada`, undefined, brand.ownerToken)).data[0].partner_id;
     await tab('money');
@@ -305,7 +286,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
 
   it('webhooks: an endpoint with its secret shown once, a test ping delivered and redelivered, rotate, disable, delete; then the audit log of it all', async () => {
     const receiver = await startReceiver();
-    const hooks = startInProcessWebhooks(t.db, { allowPrivate: true });
+    const hooks = startInProcessWebhooks(world.db, { allowPrivate: true });
     try {
       await tab('webhooks');
       expect(await page.isVisible('#endpoints-empty')).toBe(true);
@@ -388,7 +369,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
     await screenshot(page, 'owner-team-invite');
 
     // The invitee, in a browser of their own.
-    const theirs = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const theirs = await world.browser.newContext({ viewport: { width: 1100, height: 800 } });
     const invitee = await theirs.newPage();
     try {
       await invitee.goto(link);

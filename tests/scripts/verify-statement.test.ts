@@ -6,8 +6,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { sql, type Database } from '../../core/db.js';
 import { createLogger } from '../../core/log.js';
 import { createAvroCodec } from '../../processors/avro/codec.js';
@@ -17,10 +16,9 @@ import { topicsOf } from '../../processors/event-log/topics.js';
 import { createRelay } from '../../processors/relay.js';
 import { createTopics } from '../../processors/services.js';
 import { verificationLines, verifyStatement } from '../../scripts/verify-statement.js';
-import { buildTestApp } from '../support/app.js';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases.js';
+import { databaseKinds } from '../support/databases.js';
 import { dropTestTopics, kafkaBrokers, testKafkaConfig } from '../support/kafka.js';
-import { moneyProgram, wholeMonth } from '../support/money.js';
+import { moneyProgram, moneyTestApp, wholeMonth } from '../support/money.js';
 
 const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -38,42 +36,32 @@ async function corruptOneEntry(db: Database, programId: number) {
 }
 
 describe.each(databaseKinds())('verify-statement (%s)', (kind) => {
-  let t: TestDatabase;
-  let app: FastifyInstance;
-
-  beforeAll(async () => {
-    t = await createTestDatabase(kind);
-    app = await buildTestApp(t.db);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.drop();
-  });
+  const money = moneyTestApp(kind);
 
   it('replays the embedded log (outbox) into a scratch store: match, then the first difference after a corruption', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 0, minimum: 100 });
-    await wholeMonth(app, p);
-    const ok = await verifyStatement({ db: t.db, logger }, p.programId, period);
+    const p = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
+    await wholeMonth(money.app, p);
+    const ok = await verifyStatement({ db: money.db, logger }, p.programId, period);
     expect(ok).toMatchObject({ match: true, source: 'outbox', difference: undefined });
     expect(ok.events).toBeGreaterThanOrEqual(10);
     expect(verificationLines(ok)[0]).toBe('match');
     expect(ok.replayed.digest).toBe(ok.service.digest);
 
-    await corruptOneEntry(t.db, p.programId);
-    const bad = await verifyStatement({ db: t.db, logger }, p.programId, period);
+    await corruptOneEntry(money.db, p.programId);
+    const bad = await verifyStatement({ db: money.db, logger }, p.programId, period);
     expect(bad.match).toBe(false);
     expect(bad.difference).toBe('statement.partners[0].closing: -4801 vs -4800');
     expect(verificationLines(bad).slice(0, 2)).toEqual(['mismatch', 'first difference (service vs event log): statement.partners[0].closing: -4801 vs -4800']);
   });
 
   it.skipIf(kind !== 'postgres')('npm run ops -- verify-statement prints match (the command, against the database of DATABASE_URL)', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 0, minimum: 100 });
-    await wholeMonth(app, p);
-    const env = { ...process.env, DATABASE_URL: t.url!, KAFKA_BROKERS: '', LOG_LEVEL: 'error' };
+    const p = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
+    await wholeMonth(money.app, p);
+    const env = { ...process.env, DATABASE_URL: money.url!, KAFKA_BROKERS: '', LOG_LEVEL: 'error' };
     const run = promisify(execFile);
     const { stdout } = await run('npx', ['tsx', 'scripts/ops.ts', 'verify-statement', String(p.programId), period], { cwd: ROOT, env });
     expect(stdout.split('\n')[0]).toBe('match');
-    await corruptOneEntry(t.db, p.programId);
+    await corruptOneEntry(money.db, p.programId);
     const failed = await run('npx', ['tsx', 'scripts/ops.ts', 'verify-statement', String(p.programId), period], { cwd: ROOT, env }).catch((e: { code: number; stdout: string }) => e);
     expect(failed).toMatchObject({ code: 2 });
     expect((failed as { stdout: string }).stdout.split('\n')[0]).toBe('mismatch');
@@ -84,24 +72,17 @@ const BROKERS = kafkaBrokers();
 const kind = databaseKinds().at(-1)!;
 
 describe.skipIf(BROKERS.length === 0)(`verify-statement from Kafka (${kind})`, () => {
-  let t: TestDatabase;
-  let app: FastifyInstance;
+  const money = moneyTestApp(kind);
   const kafka = testKafkaConfig(BROKERS);
   const codec = createAvroCodec();
 
-  beforeAll(async () => {
-    t = await createTestDatabase(kind);
-    app = await buildTestApp(t.db);
-  });
   afterAll(async () => {
-    await app?.close();
-    await t?.drop();
     await dropTestTopics(kafka);
   });
 
   it('reads the events back from Kafka, a redelivered batch included, and matches; a corruption does not', { timeout: 180_000 }, async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 0, minimum: 100 });
-    await wholeMonth(app, p);
+    const p = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
+    await wholeMonth(money.app, p);
     const log = await createKafkaEventLog(kafka, logger);
     const topics = topicsOf(codec, kafka.topicPrefix);
     const encode = (row: Parameters<typeof codec.message>[0]) => {
@@ -126,17 +107,17 @@ describe.skipIf(BROKERS.length === 0)(`verify-statement from Kafka (${kind})`, (
         await new Promise((r) => setTimeout(r, 100));
       }
     };
-    const dyingRelay = createRelay({ db: t.db, log: dying, encode, deadLetterTopic: topics.deadLetter, batchSize: 1_000 });
+    const dyingRelay = createRelay({ db: money.db, log: dying, encode, deadLetterTopic: topics.deadLetter, batchSize: 1_000 });
     expect((await untilNotIdle(() => dyingRelay.relayOnce())).kind).toBe('retry');
-    const relay = createRelay({ db: t.db, log, encode, deadLetterTopic: topics.deadLetter, batchSize: 1_000 });
+    const relay = createRelay({ db: money.db, log, encode, deadLetterTopic: topics.deadLetter, batchSize: 1_000 });
     const unrelayed = sql('t.unrelayed', `SELECT count(*)::int AS n FROM outbox WHERE relayed_at IS NULL`);
-    while ((await t.db.one<{ n: number }>(unrelayed))!.n > 0) expect((await untilNotIdle(() => relay.relayOnce())).kind).toBe('ok');
+    while ((await money.db.one<{ n: number }>(unrelayed))!.n > 0) expect((await untilNotIdle(() => relay.relayOnce())).kind).toBe('ok');
     await log.close();
 
-    const ok = await verifyStatement({ db: t.db, kafka, logger }, p.programId, period);
+    const ok = await verifyStatement({ db: money.db, kafka, logger }, p.programId, period);
     expect(ok, ok.difference).toMatchObject({ match: true, source: 'kafka' });
-    await corruptOneEntry(t.db, p.programId);
-    const bad = await verifyStatement({ db: t.db, kafka, logger }, p.programId, period);
+    await corruptOneEntry(money.db, p.programId);
+    const bad = await verifyStatement({ db: money.db, kafka, logger }, p.programId, period);
     expect(bad).toMatchObject({ match: false, difference: 'statement.partners[0].closing: -4801 vs -4800' });
   });
 });

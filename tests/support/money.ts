@@ -3,9 +3,43 @@
  * refunds, and the money surface's calls as the owner or the member.
  */
 import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll } from 'vitest';
 import { sql, type Database } from '../../core/db.js';
-import { createTestProgram, freshIp, type TestProgram } from './app.js';
+import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './app.js';
+import { createTestDatabase, type DatabaseKind, type TestDatabase } from './databases.js';
 import { charge, checkoutSession, deliver, event, id } from './processor.js';
+
+/**
+ * The money tests' setup, for one describe block: a database of `kind` and the app on it, made
+ * before its tests and closed and dropped after them. `db` and `app` are read inside a test (they
+ * exist once beforeAll ran); get and post are the calls the tests send.
+ */
+export function moneyTestApp(kind: DatabaseKind) {
+  let t: TestDatabase | undefined;
+  let app: FastifyInstance | undefined;
+  beforeAll(async () => {
+    t = await createTestDatabase(kind);
+    app = await buildTestApp(t.db);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await t?.drop();
+  });
+  return {
+    get db(): Database {
+      return t!.db;
+    },
+    /** The database's URL on Postgres (undefined on PGlite), for a process of its own. */
+    get url(): string | undefined {
+      return t!.url;
+    },
+    get app(): FastifyInstance {
+      return app!;
+    },
+    get: (url: string, headers: Record<string, string>) => app!.inject({ method: 'GET', url, headers }),
+    post: (url: string, headers: Record<string, string>, payload: object = {}) => app!.inject({ method: 'POST', url, headers, payload }),
+  };
+}
 
 export interface MoneyProgram extends TestProgram {
   owner: Record<string, string>;

@@ -3,71 +3,57 @@
  * are its sums (the worked example of docs/decisions/ledger.md), manual adjustments are idempotent,
  * and bad input gets the platform envelope with a clear message and writes nothing.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../../core/db.js';
-import { buildTestApp } from '../../support/app.js';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../../support/databases.js';
-import { entries, moneyCounts, moneyProgram, refund, sale, type MoneyProgram } from '../../support/money.js';
+import { databaseKinds } from '../../support/databases.js';
+import { entries, moneyCounts, moneyProgram, moneyTestApp, refund, sale, type MoneyProgram } from '../../support/money.js';
 
 describe.each(databaseKinds())('the ledger (%s)', (kind) => {
-  let t: TestDatabase;
-  let app: FastifyInstance;
-
-  beforeAll(async () => {
-    t = await createTestDatabase(kind);
-    app = await buildTestApp(t.db);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.drop();
-  });
-
-  const get = (url: string, headers: Record<string, string>) => app.inject({ method: 'GET', url, headers });
-  const post = (url: string, headers: Record<string, string>, payload: object = {}) => app.inject({ method: 'POST', url, headers, payload });
+  const money = moneyTestApp(kind);
+  const { get, post } = money;
   const approveNow = (ids: string[]) =>
-    t.db.many(sql('t.end_hold_of', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE id = ANY ($1::uuid[])`), [ids]);
+    money.db.many(sql('t.end_hold_of', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE id = ANY ($1::uuid[])`), [ids]);
 
   it('refuses UPDATE, DELETE and TRUNCATE of ledger entries, whoever asks', async () => {
-    const p = await moneyProgram(app, t.db);
-    await sale(app, p, 10_000);
+    const p = await moneyProgram(money.app, money.db);
+    await sale(money.app, p, 10_000);
     for (const statement of ['UPDATE ledger_entries SET amount_minor = 1', 'DELETE FROM ledger_entries', 'TRUNCATE ledger_entries']) {
-      await expect(t.db.many(sql('t.tamper', statement))).rejects.toThrow(/ledger_entries is append-only/);
+      await expect(money.db.many(sql('t.tamper', statement))).rejects.toThrow(/ledger_entries is append-only/);
     }
-    expect(await entries(t.db, p.programId)).toHaveLength(1);
+    expect(await entries(money.db, p.programId)).toHaveLength(1);
   });
 
   it('balances are the sums: the worked example', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 30, minimum: 100 });
+    const p = await moneyProgram(money.app, money.db, { holdDays: 30, minimum: 100 });
     const pay = async () => (await post(`${p.base}/payouts`, p.owner)).json().data.payouts as { id: string; amount_minor: number }[];
-    const e = await sale(app, p, 50_000); // 5,000
-    const f = await sale(app, p, 6_000); // 600
+    const e = await sale(money.app, p, 50_000); // 5,000
+    const f = await sale(money.app, p, 6_000); // 600
     await approveNow([e.commissionId, f.commissionId]);
     const [p1] = await pay();
     expect(p1!.amount_minor).toBe(5_600);
     await post(`${p.base}/payouts/${p1!.id}/mark-paid`, p.owner, { reference: 'P1' });
-    const d = await sale(app, p, 40_000); // 4,000, in a pending payout
+    const d = await sale(money.app, p, 40_000); // 4,000, in a pending payout
     await approveNow([d.commissionId]);
     expect((await pay()).map((x) => x.amount_minor)).toEqual([4_000]);
-    await sale(app, p, 10_000); // A: 1,000 pending
-    const b = await sale(app, p, 20_000); // B: 2,000 approved
-    const c = await sale(app, p, 30_000); // C: 3,000 held
+    await sale(money.app, p, 10_000); // A: 1,000 pending
+    const b = await sale(money.app, p, 20_000); // B: 2,000 approved
+    const c = await sale(money.app, p, 30_000); // C: 3,000 held
     await approveNow([b.commissionId]);
-    await t.db.many(sql('t.held', `UPDATE commissions SET status = 'held' WHERE id = $1`), [c.commissionId]);
-    await refund(app, p, f.transactionId); // F was paid: clawback -600
+    await money.db.many(sql('t.held', `UPDATE commissions SET status = 'held' WHERE id = $1`), [c.commissionId]);
+    await refund(money.app, p, f.transactionId); // F was paid: clawback -600
     const bonus = await post(`${p.base}/partners/${p.partnerId}/adjustments`, p.owner, { amount_minor: 250, currency: 'USD', reason: 'Launch bonus' });
     expect(bonus.json().data).toMatchObject({ kind: 'manual', amount_minor: 250, reason: 'Launch bonus' });
 
     const balance = (await get(`${p.base}/partners/${p.partnerId}/balance`, p.member)).json().data;
     expect(balance).toEqual([{ currency: 'USD', pending: 1_000, held: 3_000, approved: 1_650, processing: 4_000, paid: 5_600, balance: 9_650 }]);
-    const sum = (await entries(t.db, p.programId)).reduce((s, x) => s + x.amount_minor, 0);
+    const sum = (await entries(money.db, p.programId)).reduce((s, x) => s + x.amount_minor, 0);
     expect(sum).toBe(9_650);
     expect(balance[0].pending + balance[0].held + balance[0].approved + balance[0].processing).toBe(sum);
   });
 
   it('reads a partner’s ledger a page at a time', async () => {
-    const p = await moneyProgram(app, t.db);
-    for (let i = 1; i <= 5; i += 1) await sale(app, p, i * 10_000);
+    const p = await moneyProgram(money.app, money.db);
+    for (let i = 1; i <= 5; i += 1) await sale(money.app, p, i * 10_000);
     const first = (await get(`${p.base}/partners/${p.partnerId}/ledger?limit=2`, p.member)).json();
     expect(first.data.map((x: { amount_minor: number }) => x.amount_minor)).toEqual([1_000, 2_000]);
     expect(first.has_more).toBe(true);
@@ -78,23 +64,23 @@ describe.each(databaseKinds())('the ledger (%s)', (kind) => {
   });
 
   it('a manual adjustment with an Idempotency-Key is written once; the key reused for another request is 409', async () => {
-    const p = await moneyProgram(app, t.db);
-    await sale(app, p, 10_000);
+    const p = await moneyProgram(money.app, money.db);
+    await sale(money.app, p, 10_000);
     const headers = { ...p.owner, 'idempotency-key': 'adj-42' };
     const body = { amount_minor: -150, currency: 'USD', reason: 'Returned merchandise fee' };
     const first = await post(`${p.base}/partners/${p.partnerId}/adjustments`, headers, body);
     expect(first.json()).toMatchObject({ replayed: false, data: { kind: 'manual', amount_minor: -150, cause: `manual:${p.programId}:${p.partnerId}:adj-42` } });
-    const before = await moneyCounts(t.db);
+    const before = await moneyCounts(money.db);
     const again = await post(`${p.base}/partners/${p.partnerId}/adjustments`, headers, body);
     expect(again.json()).toEqual({ ...first.json(), replayed: true });
     const other = await post(`${p.base}/partners/${p.partnerId}/adjustments`, headers, { ...body, amount_minor: -151 });
     expect(other.statusCode).toBe(409);
     expect(other.json().error.message).toBe('This Idempotency-Key was already used for another request');
-    expect(await moneyCounts(t.db)).toEqual(before);
+    expect(await moneyCounts(money.db)).toEqual(before);
     // Without a key every request is its own.
     await post(`${p.base}/partners/${p.partnerId}/adjustments`, p.owner, body);
     await post(`${p.base}/partners/${p.partnerId}/adjustments`, p.owner, body);
-    expect((await entries(t.db, p.programId)).filter((x) => x.kind === 'manual')).toHaveLength(3);
+    expect((await entries(money.db, p.programId)).filter((x) => x.kind === 'manual')).toHaveLength(3);
   });
 
   describe('bad input: the platform envelope, a clear message, nothing written', () => {
@@ -105,10 +91,10 @@ describe.each(databaseKinds())('the ledger (%s)', (kind) => {
     let foreignPayout: string;
 
     beforeAll(async () => {
-      p = await moneyProgram(app, t.db, { holdDays: 0, minimum: 100 });
-      commissionId = (await sale(app, p, 10_000)).commissionId;
-      other = await moneyProgram(app, t.db, { holdDays: 0, minimum: 100 });
-      foreignCommission = (await sale(app, other, 10_000)).commissionId;
+      p = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
+      commissionId = (await sale(money.app, p, 10_000)).commissionId;
+      other = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
+      foreignCommission = (await sale(money.app, other, 10_000)).commissionId;
       foreignPayout = (await post(`${other.base}/payouts`, other.owner)).json().data.payouts[0].id;
     });
 
@@ -146,15 +132,15 @@ describe.each(databaseKinds())('the ledger (%s)', (kind) => {
     ];
 
     it('each is answered in the platform envelope and changes nothing', async () => {
-      const before = await moneyCounts(t.db);
+      const before = await moneyCounts(money.db);
       for (const [method, url, what, payload, status, message] of cases()) {
-        const res = await app.inject({ method: method as 'GET', url, headers: p.owner, ...(payload ? { payload } : {}) });
+        const res = await money.app.inject({ method: method as 'GET', url, headers: p.owner, ...(payload ? { payload } : {}) });
         expect(res.statusCode, `${what}: ${method} ${url} ${JSON.stringify(payload)}`).toBe(status);
         expect(res.json(), url).toMatchObject({ data: null, error: { status, message, details: {} } });
       }
       const key = await post(`${p.base}/payouts`, { ...p.owner, 'idempotency-key': 'a b' });
       expect(key.json().error.message).toBe('Idempotency-Key must be 1 to 255 printable characters');
-      expect(await moneyCounts(t.db)).toEqual(before);
+      expect(await moneyCounts(money.db)).toEqual(before);
     });
   });
 });

@@ -3,92 +3,78 @@
  * holds and their end (visible at once, written by the sweeper once, with its event), approve and
  * reject by owners, 409 on processing or paid, members refused every write that moves money.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from '../../../core/db.js';
 import { createLogger } from '../../../core/log.js';
 import { startCommissionSweeper, sweepOnce } from '../../../processors/commission-sweeper.js';
-import { buildTestApp } from '../../support/app.js';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../../support/databases.js';
-import { commissionOf, endHolds, entries, eventsOf, moneyCounts, moneyProgram, sale } from '../../support/money.js';
+import { databaseKinds } from '../../support/databases.js';
+import { commissionOf, endHolds, entries, eventsOf, moneyCounts, moneyProgram, moneyTestApp, sale } from '../../support/money.js';
 
 describe.each(databaseKinds())('commission lifecycle (%s)', (kind) => {
-  let t: TestDatabase;
-  let app: FastifyInstance;
-
-  beforeAll(async () => {
-    t = await createTestDatabase(kind);
-    app = await buildTestApp(t.db);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.drop();
-  });
-
-  const get = (url: string, headers: Record<string, string>) => app.inject({ method: 'GET', url, headers });
-  const post = (url: string, headers: Record<string, string>, payload: object = {}) => app.inject({ method: 'POST', url, headers, payload });
+  const money = moneyTestApp(kind);
+  const { get, post } = money;
 
   it('a sale makes a pending commission with its hold, one commission entry and its event; a zero hold approves at once', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 30 });
-    const s = await sale(app, p, 12_345);
+    const p = await moneyProgram(money.app, money.db, { holdDays: 30 });
+    const s = await sale(money.app, p, 12_345);
     const c = (await get(`${p.base}/commissions/${s.commissionId}`, p.member)).json().data;
     expect(c).toMatchObject({ status: 'pending', amount_minor: 1_235, currency: 'USD', approved_at: null });
     expect(Date.parse(c.available_at) - Date.parse(c.created_at)).toBe(30 * 86_400_000);
-    expect(await entries(t.db, p.programId)).toEqual([
+    expect(await entries(money.db, p.programId)).toEqual([
       { kind: 'commission', amount_minor: 1_235, cause: `sale:${s.saleId}`, currency: 'USD', commission_id: s.commissionId },
     ]);
-    const [event] = await eventsOf(t.db, p.programId, 'ledger_entry.recorded');
+    const [event] = await eventsOf(money.db, p.programId, 'ledger_entry.recorded');
     expect(event).toMatchObject({ kind: 'commission', amount_minor: 1_235, cause: `sale:${s.saleId}`, partner_id: p.partnerId });
 
-    const now = await moneyProgram(app, t.db, { holdDays: 0 });
-    const t0 = await sale(app, now, 10_000);
+    const now = await moneyProgram(money.app, money.db, { holdDays: 0 });
+    const t0 = await sale(money.app, now, 10_000);
     expect((await get(`${now.base}/commissions/${t0.commissionId}`, now.owner)).json().data).toMatchObject({ status: 'approved', amount_minor: 1_000 });
-    expect((await eventsOf(t.db, now.programId, 'commission.created'))[0]).toMatchObject({ status: 'approved' });
+    expect((await eventsOf(money.db, now.programId, 'commission.created'))[0]).toMatchObject({ status: 'approved' });
   });
 
   it('the hold’s end shows at once in every read; the sweeper writes it once, with one commission.approved', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 14 });
-    const s = await sale(app, p, 20_000);
-    await endHolds(t.db, p.programId);
+    const p = await moneyProgram(money.app, money.db, { holdDays: 14 });
+    const s = await sale(money.app, p, 20_000);
+    await endHolds(money.db, p.programId);
     // No job has run: the reads already say approved.
     expect((await get(`${p.base}/commissions/${s.commissionId}`, p.owner)).json().data.status).toBe('approved');
     expect((await get(`${p.base}/partners/${p.partnerId}/balance`, p.owner)).json().data).toEqual([
       { currency: 'USD', pending: 0, held: 0, approved: 2_000, processing: 0, paid: 0, balance: 2_000 },
     ]);
-    expect((await commissionOf(t.db, s.transactionId)).stored).toBe('pending');
-    expect(await eventsOf(t.db, p.programId, 'commission.approved')).toEqual([]);
+    expect((await commissionOf(money.db, s.transactionId)).stored).toBe('pending');
+    expect(await eventsOf(money.db, p.programId, 'commission.approved')).toEqual([]);
 
     // The sweeper (a processor started with the relay), then sweeps again: one approval, one event.
     const swept: number[] = [];
-    const sweeper = startCommissionSweeper({ db: t.db, logger: createLogger('silent'), intervalMs: 20, onSweep: (n) => swept.push(n) });
+    const sweeper = startCommissionSweeper({ db: money.db, logger: createLogger('silent'), intervalMs: 20, onSweep: (n) => swept.push(n) });
     await expect.poll(() => swept.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
     await sweeper.stop();
-    expect(await sweepOnce(t.db)).toBe(0);
-    expect((await commissionOf(t.db, s.transactionId)).stored).toBe('approved');
-    const approved = await eventsOf(t.db, p.programId, 'commission.approved');
+    expect(await sweepOnce(money.db)).toBe(0);
+    expect((await commissionOf(money.db, s.transactionId)).stored).toBe('approved');
+    const approved = await eventsOf(money.db, p.programId, 'commission.approved');
     expect(approved).toHaveLength(1);
     expect(approved[0]).toMatchObject({ commission_id: s.commissionId, by: 'hold_end', reason: null, amount_cents: 2_000 });
   });
 
   it('a held commission is never approved by time alone', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 1 });
-    const s = await sale(app, p, 10_000);
+    const p = await moneyProgram(money.app, money.db, { holdDays: 1 });
+    const s = await sale(money.app, p, 10_000);
     // A fraud rule (issue 31) holds commissions; here the row is set as one would.
-    await t.db.many(sql('t.hold', `UPDATE commissions SET status = 'held', available_at = now() - interval '1 day' WHERE id = $1`), [s.commissionId]);
-    await sweepOnce(t.db);
+    await money.db.many(sql('t.hold', `UPDATE commissions SET status = 'held', available_at = now() - interval '1 day' WHERE id = $1`), [s.commissionId]);
+    await sweepOnce(money.db);
     expect((await get(`${p.base}/commissions/${s.commissionId}`, p.owner)).json().data.status).toBe('held');
     expect((await get(`${p.base}/partners/${p.partnerId}/balance`, p.owner)).json().data[0]).toMatchObject({ held: 1_000, approved: 0 });
     const ok = await post(`${p.base}/commissions/${s.commissionId}/approve`, p.owner, { reason: 'Reviewed: a real customer' });
     expect(ok.statusCode).toBe(200);
     expect(ok.json().data).toMatchObject({ status: 'approved', status_reason: 'Reviewed: a real customer' });
-    expect((await eventsOf(t.db, p.programId, 'commission.approved'))[0]).toMatchObject({ by: 'owner', reason: 'Reviewed: a real customer' });
+    expect((await eventsOf(money.db, p.programId, 'commission.approved'))[0]).toMatchObject({ by: 'owner', reason: 'Reviewed: a real customer' });
   });
 
   it('owners approve and reject with a reason; members are refused every money write and write nothing', async () => {
-    const p = await moneyProgram(app, t.db);
-    const a = await sale(app, p, 10_000);
-    const b = await sale(app, p, 30_000);
-    const before = await moneyCounts(t.db);
+    const p = await moneyProgram(money.app, money.db);
+    const a = await sale(money.app, p, 10_000);
+    const b = await sale(money.app, p, 30_000);
+    const before = await moneyCounts(money.db);
     const writes: [string, object][] = [
       [`${p.base}/commissions/${a.commissionId}/approve`, { reason: 'ok' }],
       [`${p.base}/commissions/${a.commissionId}/reject`, { reason: 'no' }],
@@ -104,9 +90,9 @@ describe.each(databaseKinds())('commission lifecycle (%s)', (kind) => {
       ['PATCH', `${p.base}/payout-settings`, { commission_hold_days: 0 }],
       ['PUT', `${p.base}/partners/${p.partnerId}/payout-method`, { method: 'paypal', email: 'p@test.example' }],
     ] as const) {
-      expect((await app.inject({ method, url, headers: p.member, payload })).statusCode, url).toBe(403);
+      expect((await money.app.inject({ method, url, headers: p.member, payload })).statusCode, url).toBe(403);
     }
-    expect(await moneyCounts(t.db)).toEqual(before);
+    expect(await moneyCounts(money.db)).toEqual(before);
     // Members read.
     expect((await get(`${p.base}/partners/${p.partnerId}/ledger`, p.member)).statusCode).toBe(200);
 
@@ -120,16 +106,16 @@ describe.each(databaseKinds())('commission lifecycle (%s)', (kind) => {
     const again = await post(`${p.base}/commissions/${b.commissionId}/reject`, p.owner, { reason: 'again' });
     expect(again.statusCode).toBe(409);
     expect(again.json().error).toMatchObject({ name: 'ConflictError', message: 'This commission is reversed: it cannot be rejected', details: { status: 'reversed' } });
-    expect((await entries(t.db, p.programId)).filter((e) => e.kind === 'reversal')).toEqual([
+    expect((await entries(money.db, p.programId)).filter((e) => e.kind === 'reversal')).toEqual([
       { kind: 'reversal', amount_minor: -3_000, cause: `reject:${b.commissionId}`, currency: 'USD', commission_id: b.commissionId },
     ]);
     // The rejected commission's sale stays recorded.
-    expect((await t.db.one<{ status: string }>(sql('t.sale_status', `SELECT status FROM sale_events WHERE id = $1`), [b.saleId]))!.status).toBe('paid');
+    expect((await money.db.one<{ status: string }>(sql('t.sale_status', `SELECT status FROM sale_events WHERE id = $1`), [b.saleId]))!.status).toBe('paid');
   });
 
   it('approve and reject answer 409 on a processing or paid commission', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 0, minimum: 100 });
-    const s = await sale(app, p, 10_000);
+    const p = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
+    const s = await sale(money.app, p, 10_000);
     const run = (await post(`${p.base}/payouts`, p.owner)).json().data;
     expect(run.payouts).toHaveLength(1);
     for (const decision of ['approve', 'reject']) {

@@ -5,34 +5,21 @@
  */
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from '../../../core/db.js';
-import { buildTestApp } from '../../support/app.js';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../../support/databases.js';
-import { moneyProgram, sale, wholeMonth } from '../../support/money.js';
+import { databaseKinds } from '../../support/databases.js';
+import { moneyProgram, moneyTestApp, sale, wholeMonth } from '../../support/money.js';
 
 const month = (d: Date) => d.toISOString().slice(0, 7);
 const previousMonth = (d: Date) => month(new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 15)));
 
 describe.each(databaseKinds())('statements (%s)', (kind) => {
-  let t: TestDatabase;
-  let app: FastifyInstance;
-
-  beforeAll(async () => {
-    t = await createTestDatabase(kind);
-    app = await buildTestApp(t.db);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.drop();
-  });
-
-  const get = (url: string, headers: Record<string, string>) => app.inject({ method: 'GET', url, headers });
+  const money = moneyTestApp(kind);
+  const { get } = money;
 
   it('a whole month: lines by kind, closing = opening + the rest, program totals, and the digest of the canonical JSON', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 0, minimum: 100 });
-    const payout = await wholeMonth(app, p);
+    const p = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
+    const payout = await wholeMonth(money.app, p);
     expect(payout.amount_minor).toBe(8_400);
     const period = month(new Date());
     const res = await get(`${p.base}/statements/${period}`, p.member);
@@ -54,12 +41,12 @@ describe.each(databaseKinds())('statements (%s)', (kind) => {
   });
 
   it('the opening balance is the previous month’s closing', async () => {
-    const p = await moneyProgram(app, t.db, { holdDays: 0 });
-    await sale(app, p, 10_000);
+    const p = await moneyProgram(money.app, money.db, { holdDays: 0 });
+    await sale(money.app, p, 10_000);
     const now = new Date();
     const lastMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 20));
     // An entry of last month (an insert, as the functions write; the ledger takes no update).
-    await t.db.many(
+    await money.db.many(
       sql(
         't.entry_last_month',
         `INSERT INTO ledger_entries (program_id, partner_id, kind, amount_minor, currency, cause, reason, created_at, available_at)

@@ -4,7 +4,6 @@
  * console: the banner's dashboard URL, `/` leading to it, a sign-in through its own provider.
  * main.ts and scripts/ops.ts run as processes on a data directory of their own.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,36 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPS_ENDPOINT_FILE, runningOpsEndpoint } from '../../../ingest/operator/endpoint.js';
 import { signInThroughProvider } from '../../support/console-service.js';
+import { runScript, startService, waitFor } from '../../support/scripts.js';
 
-const ROOT = new URL('../../..', import.meta.url).pathname;
-
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runOps(args: string[], env: Record<string, string>): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/ops.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const runOps = (args: string[], env: Record<string, string>) => runScript('scripts/ops.ts', args, env);
 
 describe('npm run ops against the running embedded service, and the start banner', () => {
   let dataDir: string;
@@ -56,21 +28,17 @@ describe('npm run ops against the running embedded service, and the start banner
   });
 
   it('while the service runs, a session made by ops works on it at once; stopped, ops opens the data itself', async () => {
-    const service = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    service.stdout.on('data', (d: Buffer) => (log += d.toString()));
-    service.stderr.on('data', (d: Buffer) => (log += d.toString()));
-    const exited = new Promise<number | null>((resolve) => service.on('exit', resolve));
+    const service = startService(env);
     try {
-      const url = await waitFor('the banner', () => /listening on (http:\/\/\S+)/.exec(log)?.[1]);
+      const url = await waitFor('the banner', () => /listening on (http:\/\/\S+)/.exec(service.log)?.[1]);
       // The first start prints where the console is, and / leads there.
-      expect(log).toContain(`dashboard: ${url}/dashboard`);
+      expect(service.log).toContain(`dashboard: ${url}/dashboard`);
       const root = await fetch(`${url}/`, { redirect: 'manual' });
       expect(root.status).toBe(302);
       expect(root.headers.get('location')).toBe('/dashboard');
 
       const endpoint = await waitFor('the operator endpoint file', async () => (existsSync(join(dataDir, OPS_ENDPOINT_FILE)) ? runningOpsEndpoint(dataDir) : undefined));
-      expect(endpoint.pid).toBe(service.pid);
+      expect(endpoint.pid).toBe(service.process.pid);
       expect((await stat(join(dataDir, OPS_ENDPOINT_FILE))).mode & 0o077).toBe(0);
 
       const made = await runOps(['create-workspace', 'Ops brand', 'ops-owner@brand.example'], env);
@@ -99,10 +67,10 @@ describe('npm run ops against the running embedded service, and the start banner
       // So does the person ops just made (a member of a workspace).
       expect((await signInThroughProvider(url, 'ops-owner@brand.example')).status).toBe(200);
     } finally {
-      service.kill('SIGTERM');
-      await exited;
+      service.process.kill('SIGTERM');
+      await service.exited;
     }
-    expect(log).not.toMatch(/shutdown failed/);
+    expect(service.log).not.toMatch(/shutdown failed/);
     expect(existsSync(join(dataDir, OPS_ENDPOINT_FILE))).toBe(false);
     // Stopped: ops opens the data directory itself, and sees what the service wrote.
     const direct = await runOps(['revoke-sessions', 'ops-owner@brand.example'], env);

@@ -4,7 +4,6 @@
  * CLICKHOUSE_URL. The guard runs here on an in-process chDB; the targets with the real main.ts
  * and scripts/sql.ts processes on a data directory of their own.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,9 +17,9 @@ import { QueryRefused, type RefusalReason } from '../../../queries/analytics/gua
 import { QueryFailed, runAnalyticsQuery, warehouseAccess, type AnalyticsRequest } from '../../../queries/analytics/run.js';
 import { chooseTarget, openSqlSession, runningService } from '../../../queries/analytics/target.js';
 import { ENDPOINT_FILE } from '../../../queries/analytics/endpoint.js';
+import { runScript, startService, waitFor } from '../../support/scripts.js';
 
 const LIMITS = { maxExecutionSeconds: 30, maxMemoryBytes: 1_000_000_000 };
-const ROOT = new URL('../../..', import.meta.url).pathname;
 
 describe('the read-only guard, limits and formats (chDB in this process)', () => {
   let dir: string;
@@ -163,34 +162,6 @@ describe('the read-only guard, limits and formats (chDB in this process)', () =>
   });
 });
 
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runScript(script: string, args: string[], env: Record<string, string>): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 describe('where the query goes: running service, stopped service, CLICKHOUSE_URL', () => {
   let dataDir: string;
   let env: Record<string, string>;
@@ -218,14 +189,10 @@ describe('where the query goes: running service, stopped service, CLICKHOUSE_URL
   });
 
   it('service running: through its SQL endpoint with the operator token; --direct refused; stopped: the data directory itself', async () => {
-    const service = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    service.stdout.on('data', (d: Buffer) => (log += d.toString()));
-    service.stderr.on('data', (d: Buffer) => (log += d.toString()));
-    const exited = new Promise<number | null>((resolve) => service.on('exit', resolve));
+    const service = startService(env);
     try {
       const endpoint = await waitFor('the SQL endpoint file', async () => (existsSync(join(dataDir, ENDPOINT_FILE)) ? runningService(dataDir) : undefined));
-      expect(endpoint.pid).toBe(service.pid);
+      expect(endpoint.pid).toBe(service.process.pid);
       expect(new URL(endpoint.url).hostname).toBe('127.0.0.1');
       expect((await stat(join(dataDir, ENDPOINT_FILE))).mode & 0o077).toBe(0);
       // The demo program's partner record reaches the warehouse through the embedded pipeline.
@@ -280,10 +247,10 @@ describe('where the query goes: running service, stopped service, CLICKHOUSE_URL
       const none = await fetch(`${endpoint.url}/sql`, { method: 'POST', body: '{"query":"SELECT 1"}' });
       expect(none.status).toBe(401);
     } finally {
-      service.kill('SIGTERM');
-      await exited;
+      service.process.kill('SIGTERM');
+      await service.exited;
     }
-    expect(log).not.toMatch(/shutdown failed/);
+    expect(service.log).not.toMatch(/shutdown failed/);
     expect(existsSync(join(dataDir, ENDPOINT_FILE))).toBe(false);
 
     // Stopped: the same query answered from the data directory, Parquet to a file.
