@@ -70,6 +70,14 @@ const shortReference = (payoutId: string) => `payout-${payoutId.slice(0, 8)}`;
 
 const recipientOf = (m: PayoutMethod | undefined) => (m && m.method !== 'manual' ? m.email : m?.method === 'manual' ? (m.note ?? '') : '');
 
+/**
+ * A text cell a spreadsheet would run as a formula (first character = + - @, tab or CR) gets a leading
+ * ' (OWASP, "CSV injection"): partner names and references are typed by people, and brands open
+ * this file in a spreadsheet. Numbers, negative ones included, stay as they are. Only our own csv:
+ * the providers' files keep their values exactly, as the providers read them.
+ */
+export const spreadsheetSafe = (text: string): string => (/^[=+\-@\t\r]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text) ? `'${text}` : text);
+
 function plainCsv(rows: ExportRow[]): string {
   return stringify(
     rows.map((r) => [
@@ -78,6 +86,7 @@ function plainCsv(rows: ExportRow[]): string {
     ]),
     {
       header: true,
+      cast: { string: spreadsheetSafe },
       columns: [
         'payout_id', 'partner_id', 'partner_name', 'partner_email', 'currency', 'amount_minor', 'amount', 'status', 'payout_method',
         'payout_recipient', 'reference', 'created_at', 'commissions',
