@@ -13,7 +13,8 @@ const q = {
     `INSERT INTO blocked_origins (program_id, origin, attempts)
      SELECT $1, $2, $3 WHERE (SELECT count(*) FROM blocked_origins WHERE program_id = $1) < $4
      ON CONFLICT (program_id, origin) DO UPDATE
-       SET attempts = blocked_origins.attempts + EXCLUDED.attempts, last_seen_at = now()`,
+       SET attempts = blocked_origins.attempts + EXCLUDED.attempts, last_seen_at = now()
+     RETURNING 1`,
   ),
   // Only origins still not allowed: one added since is no longer a problem to show.
   list: sql(
@@ -47,13 +48,21 @@ export interface BlockedOriginRecorder {
  */
 export function createBlockedOriginRecorder(db: Database, onError: (error: unknown) => void, now: () => number = Date.now): BlockedOriginRecorder {
   const seen = new Map<string, { writtenAt: number; pending: number }>();
+  // Programs whose list was full at the last write: each made-up origin would be one more statement
+  // that writes nothing, so none is sent for a while.
+  const fullUntil = new Map<number, number>();
   const write = (programId: number, origin: string, attempts: number) => {
-    db.many(q.record, [programId, origin.slice(0, 300), attempts, MAX_PER_PROGRAM]).catch(onError);
+    db.many(q.record, [programId, origin.slice(0, 300), attempts, MAX_PER_PROGRAM]).then((rows) => {
+      if (rows.length > 0) return;
+      if (fullUntil.size >= REMEMBERED) fullUntil.clear();
+      fullUntil.set(programId, now() + WRITE_EVERY_MS);
+    }, onError);
   };
   return {
     note(programId, origin) {
       const key = `${programId} ${origin}`;
       const at = now();
+      if ((fullUntil.get(programId) ?? 0) > at) return;
       const entry = seen.get(key);
       if (entry && at - entry.writtenAt < WRITE_EVERY_MS) {
         entry.pending += 1;

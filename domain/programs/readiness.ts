@@ -86,7 +86,9 @@ export async function computeReadiness(db: Database, key: ProgramKey, now = new 
   ];
   return {
     program_id: key.programId,
-    ready: checks.every((c) => c.ok),
+    // Refused origins are reported, never counted against ready: anyone can send a click with a
+    // made-up Origin, and a stranger must not be able to make a brand's program look broken.
+    ready: checks.every((c) => c.ok || c.name === 'allowed_origins'),
     api_key: { state: marked ? ('marked_for_rotation' as const) : ('active' as const), rotate_by: key.rotationDeadline?.toISOString() ?? null },
     payment_tracking_mode: f.payment_tracking_mode,
     lead_auth: f.lead_auth,

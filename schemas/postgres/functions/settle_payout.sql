@@ -13,7 +13,6 @@ DECLARE
   p payouts;
   entry ledger_entries;
 BEGIN
-  PERFORM lock_payouts(p_program, false);
   SELECT * INTO p FROM payouts WHERE id = p_payout AND program_id = p_program FOR UPDATE;
   IF NOT FOUND THEN
     RETURN jsonb_build_object('outcome', 'not_found');
@@ -21,6 +20,11 @@ BEGIN
   IF p.status <> 'pending' THEN
     RETURN jsonb_build_object('outcome', 'conflict', 'status', p.status);
   END IF;
+  -- Its commissions' rows before the payout lock, in the order of a refund, a partial refund or an
+  -- owner's decision (commission row, then the lock shared): taken the other way round, the two
+  -- would deadlock.
+  PERFORM 1 FROM commissions WHERE id = ANY (p.commission_ids) ORDER BY id FOR UPDATE;
+  PERFORM lock_payouts(p_program, false);
   IF p_action = 'paid' THEN
     UPDATE payouts SET status = 'paid', paid_at = now(), reference = p_reference WHERE id = p.id RETURNING * INTO p;
     UPDATE commissions SET status = 'paid', paid_at = p.paid_at, payout_id = p.id WHERE id = ANY (p.commission_ids) AND status = 'approved';

@@ -119,6 +119,8 @@ describe.each(databaseKinds())("the console's program routes: one program, origi
     const check = before.checks.find((c: { name: string }) => c.name === 'allowed_origins');
     expect(check.ok).toBe(false);
     expect(check.detail).toContain('https://www.acme-shop.example');
+    // Reported, never counted against ready: a stranger's made-up Origin cannot make the program look broken.
+    expect(before.ready).toBe(before.checks.filter((c: { name: string; ok: boolean }) => c.name !== 'allowed_origins').every((c: { ok: boolean }) => c.ok));
 
     await call('POST', `/programs/${q.programId}/allowed-origins`, owner(), { origin: 'https://www.acme-shop.example' });
     expect((await call('GET', `/programs/${q.programId}`, member())).json().data.blocked_origins).toEqual([]);

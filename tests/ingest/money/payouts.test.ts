@@ -76,6 +76,25 @@ describe.each(databaseKinds())('payouts (%s)', (kind) => {
     expect(await moneyCounts(money.db)).toEqual(before);
   });
 
+  // A refund, a partial refund or an owner's decision locks the commission row, then takes the payout
+  // lock shared: mark-paid takes its commissions' rows before the payout lock, so the two only wait.
+  it.runIf(kind === 'postgres')('mark-paid waits for a refund that holds one of its commissions, and neither deadlocks', async () => {
+    const p = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
+    const made = await sale(money.app, p, 10_000);
+    const payout = (await post(`${p.base}/payouts`, p.owner)).json().data.payouts[0];
+    let markPaid: ReturnType<typeof post> | undefined;
+    await money.db.transaction(async (tx) => {
+      await tx.many(sql('t.lock_commission', `SELECT id FROM commissions WHERE id = $1::uuid FOR UPDATE`), [made.commissionId]);
+      markPaid = post(`${p.base}/payouts/${payout.id}/mark-paid`, p.owner, { reference: 'R-1' });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await tx.many(sql('t.lock_payouts_shared', `SELECT lock_payouts($1, true)`), [p.programId]);
+    });
+    const answer = await markPaid!;
+    expect(answer.statusCode).toBe(200);
+    expect(answer.json().data.status).toBe('paid');
+    expect((await commissionOf(money.db, made.transactionId)).status).toBe('paid');
+  });
+
   it('refunds racing a payout run: each refunded commission is either reversed and in no payout, or in the payout and clawed back', async () => {
     const p = await moneyProgram(money.app, money.db, { holdDays: 0, minimum: 100 });
     const sales = [];
