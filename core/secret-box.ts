@@ -55,6 +55,11 @@ export function decodeSecretsKey(value: string): Buffer | string {
   return `must be ${SECRETS_KEY_BYTES} random bytes in base64 (e.g. openssl rand -base64 32); got ${key.length} bytes${key.toString('base64') === text ? '' : ' and characters that are not base64'}`;
 }
 
+/** The service's box: SECRETS_KEY when set, else the embedded start's key file. */
+export async function openSecretBox(secrets: SecretsConfig): Promise<SecretBox> {
+  return createSecretBox(secrets.key ?? (await loadOrCreateKeyFile(secrets.keyFile)));
+}
+
 /**
  * The embedded start's key: read from `path`, or made there on the first start (mode 0600). It is
  * written whole to a file of its own, then linked to `path`, which never replaces a key already

@@ -127,7 +127,6 @@ const agent: RegisterSurface = async (app, { db, warehouse, rateLimits, clock, a
   await app.register(agentRoutes, { prefix: '/api/agent/v1', db, warehouse, rateLimits, clock, authThrottle });
 };
 
-/** Every API surface, in the order the OpenAPI document lists them. Adding a surface is adding it here. */
 const webhooks: RegisterSurface = async (app, { db, authThrottle, secretBox, clock, webhooks: settings }) => {
   const policy = { allowPrivate: settings?.allowPrivateUrls ?? false, resolve: settings?.resolve ?? systemResolver };
   await app.register(webhookRoutes, { prefix: '/api/tracking', db, authThrottle, secretBox, policy, clock });
@@ -141,6 +140,7 @@ const audit: RegisterSurface = async (app, { db, authThrottle }) => {
   await app.register(auditRoutes, { prefix: '/api/tracking', db, authThrottle });
 };
 
+/** Every API surface, in the order the OpenAPI document lists them. Adding a surface is adding it here. */
 const API_SURFACES: readonly RegisterSurface[] = [tracking, cli, payments, management, dashboard, agent, webhooks, money, audit];
 
 /** Fastify with the service's request ids, zod compilers, error envelopes and client addresses. */

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../core/config.js';
 import type { Database } from '../core/db.js';
-import { createSecretBox, loadOrCreateKeyFile } from '../core/secret-box.js';
+import { openSecretBox } from '../core/secret-box.js';
 import type { Warehouse } from '../core/warehouse.js';
 import { demoBannerLines, ensureDemo } from '../domain/demo.js';
 import { buildApp } from './app.js';
@@ -53,7 +53,7 @@ export async function startIngest({ config, db, warehouse, logger }: IngestDeps)
     clientIpv6Prefix: config.rateLimit.ipv6Prefix,
     processorWebhookRateLimit: config.rateLimit.processorWebhookPerMinute,
     // SECRETS_KEY, or the embedded start's own key, made on its first start.
-    secretBox: createSecretBox(config.secrets.key ?? (await loadOrCreateKeyFile(config.secrets.keyFile))),
+    secretBox: await openSecretBox(config.secrets),
     publicBaseUrl: () => config.http.publicBaseUrl,
     webhooks: { allowPrivateUrls: config.webhooks.allowPrivateUrls },
   });

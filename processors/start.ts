@@ -12,7 +12,7 @@ import { startEmbeddedPipeline } from './embedded-pipeline.js';
 import { serveMetrics } from './metrics/metrics-server.js';
 import { createPipelineMetrics, startMetricsLog, type PipelineMetrics } from './metrics/pipeline-metrics.js';
 import type { RunningService } from './services.js';
-import { createSecretBox, loadOrCreateKeyFile } from '../core/secret-box.js';
+import { openSecretBox } from '../core/secret-box.js';
 import { startWebhooksService, type WebhooksService } from './webhooks/service.js';
 
 export interface ProcessorsDeps {
@@ -34,7 +34,7 @@ const loadKafkaServices = () => import('./services.js');
 async function startWebhooks({ config, db, logger }: ProcessorsDeps, codec: AvroCodec): Promise<WebhooksService | undefined> {
   if (!config.roles.has('webhooks') || !db) return undefined;
   // SECRETS_KEY, or the embedded start's own key file (the ingest role seals with the same).
-  const box = createSecretBox(config.secrets.key ?? (await loadOrCreateKeyFile(config.secrets.keyFile)));
+  const box = await openSecretBox(config.secrets);
   return startWebhooksService({ db, webhooks: config.webhooks, kafka: config.kafka, box, codec, logger });
 }
 

@@ -28,8 +28,6 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** The test ping's type (POST .../test): sent to the one endpoint asked, whatever its filter. */
 export const TEST_PING_TYPE = 'webhook.test';
 
-export const isWebhookEventType = (value: string): value is WebhookEventType => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
-
 /** Every delivery's body; `id` is the webhook's id (webhookIdOf), also the webhook-id header. */
 export interface WebhookBody {
   type: WebhookEventType | typeof TEST_PING_TYPE;

@@ -44,7 +44,6 @@ const q = {
   one: sql('ledger.commission', `SELECT ${COMMISSION_COLUMNS} FROM commissions c WHERE c.id = $2::uuid AND c.program_id = $1`),
   // The commission before a decision, locked, for the decision's audit entry.
   lock: sql('ledger.commission_lock', `SELECT id FROM commissions WHERE id = $2::uuid AND program_id = $1 FOR UPDATE`),
-  sweep: sql('ledger.approve_due', `SELECT approve_due_commissions($1, NULL) AS approved`),
 };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -94,7 +93,3 @@ export async function decideCommission(
   });
 }
 
-/** The hold's end written down for at most `limit` commissions of every program; how many moved. */
-export async function approveDueCommissions(db: Queryable, limit: number): Promise<number> {
-  return Number((await db.one<{ approved: number }>(q.sweep, [limit]))!.approved);
-}

@@ -11,7 +11,7 @@ import { getPayout, payoutsPage } from '../../domain/ledger/payouts.js';
 import { statement } from '../../domain/ledger/statements.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
-import { Balance, LedgerCursor, LedgerEntry, PAYOUT_STATUSES, Payout, PayoutsCursor, Statement, data, page } from '../money/schemas.js';
+import { Balance, LedgerCursor, LedgerEntry, LedgerQuery, PAYOUT_STATUSES, Payout, PayoutsCursor, Statement, data, limit, page, payoutId, period, unknownQuery } from '../money/schemas.js';
 import { entryOut, payoutOut } from '../money/views.js';
 import type { AgentOperation } from './operations.js';
 import { positiveId, ProgramParams } from './schemas.js';
@@ -20,16 +20,9 @@ const define = <P extends z.ZodType<Record<string, unknown>>, Q extends z.ZodTyp
 const READ = { readOnlyHint: true, idempotentHint: true, destructiveHint: false };
 const $ = M.money;
 
-const unknownQuery = { error: (issue: { code?: string; keys?: string[] }) => (issue.code === 'unrecognized_keys' ? M.dashboard.unknownQuery(issue.keys ?? []) : M.dashboard.badQuery) };
-const limit = z
-  .union([z.number({ error: $.limit }).int($.limit).min(1, $.limit).max(100, $.limit), z.string({ error: $.limit }).regex(/^(100|[1-9][0-9]?)$/, $.limit).transform(Number)], { error: $.limit })
-  .optional()
-  .describe('Items per page, 1 to 100 (default 50)');
-
 const PartnerParams = ProgramParams.extend({ partnerId: positiveId($.partnerId).describe('The partner id') });
-const PayoutParams = ProgramParams.extend({ payoutId: z.string({ error: $.payoutId }).min(1, $.payoutId).max(64, $.payoutId).describe('The payout id') });
-const PeriodParams = ProgramParams.extend({ period: z.string({ error: $.period }).regex(/^\d{4}-(0[1-9]|1[0-2])$/, $.period).describe('A UTC month, YYYY-MM') });
-const LedgerQuery = z.strictObject({ limit, cursor: LedgerCursor.schema }, unknownQuery);
+const PayoutParams = ProgramParams.extend({ payoutId: payoutId.describe('The payout id') });
+const PeriodParams = ProgramParams.extend({ period: period.describe('A UTC month, YYYY-MM') });
 const PayoutsQuery = z.strictObject(
   {
     status: z.enum(PAYOUT_STATUSES, { error: $.status(PAYOUT_STATUSES) }).optional().describe('Only payouts in this state'),
@@ -119,9 +112,9 @@ export const MONEY_OPERATIONS: readonly AgentOperation[] = [
     response: data(Statement),
     annotations: READ,
     async run(ctx, { params }) {
-      const period = params.period as string;
-      if (period > new Date(ctx.clock()).toISOString().slice(0, 7)) throw badRequest($.futurePeriod);
-      return { data: await statement(ctx.db, programOf(ctx), period) };
+      const month = params.period as string;
+      if (month > new Date(ctx.clock()).toISOString().slice(0, 7)) throw badRequest($.futurePeriod);
+      return { data: await statement(ctx.db, programOf(ctx), month) };
     },
   }),
 ];

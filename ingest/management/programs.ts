@@ -1,4 +1,3 @@
-import type { FastifyRequest } from 'fastify';
 import { sql, type Database } from '../../core/db.js';
 import { regenerateProgramKey } from '../../domain/programs/api-keys.js';
 import { createProgram, getProgram, updateProgram } from '../../domain/programs/programs.js';
@@ -9,6 +8,7 @@ import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { programIdParam, type ZodApp } from '../http/schemas.js';
 import { ApiKeyIssued, CreateProgramRequest, Program, ProgramListItem, UpdateProgramRequest, checkCommissionRate, data, managementErrors, programView } from './schemas.js';
+import { sessionUserOf } from './session.js';
 
 /** What a dashboard shows to pick a program: every program of every workspace the user belongs to. */
 const programsOfUser = sql(
@@ -17,11 +17,6 @@ const programsOfUser = sql(
     WHERE m.user_id = $1 ORDER BY p.workspace_id, p.id`,
 );
 
-/** The management family's credential is a dashboard session, so its principal is a user. */
-const userOf = (request: FastifyRequest) => {
-  if (request.principal?.kind !== 'session') throw new Error('management routes run with a dashboard session');
-  return request.principal.userId;
-};
 
 const config = { surface: 'management' as const };
 
@@ -41,7 +36,7 @@ export function programRoutes(app: ZodApp, { db, auth }: { db: Database; auth: A
       const b = request.body;
       let workspaceId = b.workspace_id;
       if (workspaceId === undefined) {
-        const memberships = await workspacesOf(db, userOf(request));
+        const memberships = await workspacesOf(db, sessionUserOf(request));
         if (memberships.length !== 1) throw badRequest(M.management.workspaceRequired);
         workspaceId = memberships[0]!.workspaceId;
       }
@@ -70,7 +65,7 @@ export function programRoutes(app: ZodApp, { db, auth }: { db: Database; auth: A
     },
     // The list is the user's memberships: it needs no check beyond the session.
     async (request) => ({
-      data: await db.many<ProgramListItem>(programsOfUser, [userOf(request)]),
+      data: await db.many<ProgramListItem>(programsOfUser, [sessionUserOf(request)]),
     }),
   );
 

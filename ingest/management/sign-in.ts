@@ -12,6 +12,7 @@ import { PlatformError, TypedError, type ZodApp } from '../http/schemas.js';
 import { IdentityProviderUnavailable, type ProviderEndpoints } from '../oidc/verifier.js';
 import { Me, SignedIn, SignInCompleteRequest, SignInStarted, SignInStartRequest } from './console-schemas.js';
 import { data, managementErrors } from './schemas.js';
+import { sessionUserOf } from './session.js';
 
 export interface SignInContext {
   db: Database;
@@ -130,7 +131,7 @@ export function signInRoutes(app: ZodApp, { db, auth, identity, limit }: SignInC
       schema: { summary: 'Who is signed in: the user and their workspaces with their role', response: { 200: data(Me), ...managementErrors } },
     },
     async (request) => {
-      const userId = request.principal!.kind === 'session' ? request.principal!.userId : 0;
+      const userId = sessionUserOf(request);
       const user = (await db.one<{ id: number; email: string; name: string | null }>(userQ, [userId]))!;
       const workspaces = await workspacesOfUser(db, userId);
       return { data: { user: { ...user, id: Number(user.id) }, workspaces: workspaces.map((w) => ({ ...w, id: Number(w.id) })) } };

@@ -1,4 +1,3 @@
-import type { FastifyRequest } from 'fastify';
 import type { Database } from '../../core/db.js';
 import { acceptInvite, changeRole, inviteMember, removeMember, revokeInvite, teamOf } from '../../domain/access/team.js';
 import { CONSOLE_PATH } from '../dashboard/page.js';
@@ -7,6 +6,7 @@ import type { Auth } from '../http/auth.js';
 import type { ZodApp } from '../http/schemas.js';
 import { AcceptInviteRequest, InviteAccepted, InviteIssued, InviteParams, InviteRequest, MemberParams, RoleRequest, Team, WorkspaceParams } from './console-schemas.js';
 import { data, managementErrors } from './schemas.js';
+import { sessionUserOf } from './session.js';
 
 export interface TeamContext {
   db: Database;
@@ -17,10 +17,6 @@ export interface TeamContext {
 
 const config = { surface: 'management' as const };
 
-const userOf = (request: FastifyRequest) => {
-  if (request.principal?.kind !== 'session') throw new Error('team routes run with a dashboard session');
-  return request.principal.userId;
-};
 
 async function teamView(db: Database, workspaceId: number) {
   const { members, invites } = await teamOf(db, workspaceId);
@@ -60,7 +56,7 @@ export function teamRoutes(app: ZodApp, { db, auth, publicBaseUrl }: TeamContext
     async (request) => {
       const { workspaceId } = request.params;
       await auth.checkWorkspace(request, 'team', 'team:manage', workspaceId);
-      const invite = await inviteMember(db, { workspaceId, email: request.body.email, role: request.body.role, invitedBy: userOf(request) }, auditContextOf(request));
+      const invite = await inviteMember(db, { workspaceId, email: request.body.email, role: request.body.role, invitedBy: sessionUserOf(request) }, auditContextOf(request));
       // The token rides in the fragment: browsers never send it to a server or in a Referer.
       const base = publicBaseUrl() ?? `${request.protocol}://${request.host}`;
       const url = new URL(CONSOLE_PATH, base);
@@ -119,7 +115,7 @@ export function teamRoutes(app: ZodApp, { db, auth, publicBaseUrl }: TeamContext
       schema: { summary: 'Accept an invite link as the signed-in person (its email must match)', body: AcceptInviteRequest, response: { 200: data(InviteAccepted), ...errors } },
     },
     async (request) => {
-      const accepted = await acceptInvite(db, userOf(request), request.body.token, auditContextOf(request));
+      const accepted = await acceptInvite(db, sessionUserOf(request), request.body.token, auditContextOf(request));
       return { data: { workspace_id: accepted.workspaceId, role: accepted.role } };
     },
   );

@@ -15,13 +15,15 @@ const $ = M.money;
 const DIGITS = /^[1-9][0-9]{0,14}$/;
 const MAX_AMOUNT = 100_000_000_000;
 
-const unknownQuery = { error: (issue: { code?: string; keys?: string[] }) => (issue.code === 'unrecognized_keys' ? M.dashboard.unknownQuery(issue.keys ?? []) : M.dashboard.badQuery) };
+export const unknownQuery = { error: (issue: { code?: string; keys?: string[] }) => (issue.code === 'unrecognized_keys' ? M.dashboard.unknownQuery(issue.keys ?? []) : M.dashboard.badQuery) };
 
 // Path parameters. A commission or payout id that is not a uuid is answered like an unknown one (404), by the domain.
 export const CommissionParams = programIdParam.extend({ commissionId: z.string({ error: $.commissionId }).min(1, $.commissionId).max(64, $.commissionId) });
 export const PartnerParams = programIdParam.extend({ partnerId: z.string({ error: $.partnerId }).regex(DIGITS, $.partnerId).transform(Number) });
-export const PayoutParams = programIdParam.extend({ payoutId: z.string({ error: $.payoutId }).min(1, $.payoutId).max(64, $.payoutId) });
-export const PeriodParams = programIdParam.extend({ period: z.string({ error: $.period }).regex(/^\d{4}-(0[1-9]|1[0-2])$/, $.period) });
+export const payoutId = z.string({ error: $.payoutId }).min(1, $.payoutId).max(64, $.payoutId);
+export const period = z.string({ error: $.period }).regex(/^\d{4}-(0[1-9]|1[0-2])$/, $.period);
+export const PayoutParams = programIdParam.extend({ payoutId });
+export const PeriodParams = programIdParam.extend({ period });
 
 // Bodies.
 export const DecisionRequest = body({ reason: text(500, $.reason).describe('Why: 1 to 500 characters, kept with the commission') });
@@ -69,7 +71,7 @@ export const PayoutMethodRequest = body({
 });
 
 // Queries.
-const limit = z
+export const limit = z
   .union([z.number({ error: $.limit }).int($.limit).min(1, $.limit).max(100, $.limit), z.string({ error: $.limit }).regex(/^(100|[1-9][0-9]?)$/, $.limit).transform(Number)], { error: $.limit })
   .optional()
   .describe('Items per page, 1 to 100 (default 50)');

@@ -96,7 +96,6 @@ export function createSender(options: SenderOptions): Sender {
   const now = options.now ?? (() => new Date());
   const lookup = guardedLookup(options.resolve, options.allowPrivate);
   const agents = new Map<string, { agent: http.Agent; usedAt: number }>();
-  const signers = new Map<string, Webhook>();
 
   function agentFor(endpointId: string, url: URL): http.Agent {
     const key = `${endpointId} ${url.protocol}//${url.host}`;
@@ -124,11 +123,8 @@ export function createSender(options: SenderOptions): Sender {
 
   function signature(attempt: Attempt, at: Date): string {
     return attempt.secrets
-      .map((secret) => {
-        let signer = signers.get(secret);
-        if (!signer) signers.set(secret, (signer = new Webhook(secret)));
-        return signer.sign(attempt.messageId, at, attempt.body);
-      })
+      // A signer is the secret's key decoded: built per attempt, so no secret outlives its attempt in memory.
+      .map((secret) => new Webhook(secret).sign(attempt.messageId, at, attempt.body))
       .join(' ');
   }
 

@@ -12,14 +12,10 @@ import { buildApp } from '../../ingest/app.js';
 import { hashSecret } from '../../domain/access/secrets.js';
 import { addMember, createSession } from '../../domain/access/workspaces.js';
 import { memoryRateLimitStore } from '../../ingest/http/rate-limit.js';
-import { createAvroCodec } from '../../processors/avro/codec.js';
-import { DEAD_LETTER_TOPIC } from '../../processors/embedded-pipeline.js';
-import { createLoader } from '../../processors/loader/loader.js';
-import { createLoadingLog } from '../../processors/loader/loading-log.js';
-import { createRelay } from '../../processors/relay.js';
 import { DOCS_BASE_URL, FEE_BPS, createTestProgram, type TestProgram } from '../support/app.js';
 import { browserTestsRun, launchChromium, openTokenForm } from '../support/browser.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { embeddedDelivery } from '../support/oracle.js';
 
 /**
  * The page.evaluate callbacks run in the page; the project compiles without the DOM library (it is
@@ -150,21 +146,8 @@ describe.runIf(browserTestsRun())('dashboard page in a real Chromium, on the rea
     await post('/api/v1/track/lead', { click_id: testClick.click_id, customer_key: 'test-customer', additional_data: { test_mode: true } }, shop.apiKey);
   }
 
-  /** The embedded relay and loader: outbox to Avro to chDB, until nothing is left. */
-  async function relayAll() {
-    const codec = createAvroCodec();
-    const deadLetters: string[] = [];
-    const log = createLoadingLog({
-      loader: createLoader({ warehouse, decode: codec.decode }),
-      deadLetterTopic: DEAD_LETTER_TOPIC,
-      reportDeadLetter: (_topic, reason) => deadLetters.push(reason),
-    });
-    const relay = createRelay({ db: t.db, log, encode: codec.message, deadLetterTopic: DEAD_LETTER_TOPIC });
-    let result = await relay.relayOnce();
-    while (result.kind === 'ok') result = await relay.relayOnce();
-    if (result.kind !== 'idle') throw new Error(`relay stopped with ${result.kind}`);
-    expect(deadLetters).toEqual([]);
-  }
+  /** The embedded relay and loader until every committed row is loaded (the oracle's). */
+  const relayAll = () => embeddedDelivery(warehouse)(t.db);
 
   async function apiGet<T>(path: string): Promise<T> {
     const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${shop.workspace.ownerToken}` } });

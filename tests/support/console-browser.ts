@@ -7,33 +7,15 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { expect } from 'vitest';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { addMember, createSession, createWorkspace } from '../../domain/access/workspaces.js';
-import { createAvroCodec } from '../../processors/avro/codec.js';
-import { DEAD_LETTER_TOPIC } from '../../processors/embedded-pipeline.js';
-import { createLoader } from '../../processors/loader/loader.js';
-import { createLoadingLog } from '../../processors/loader/loading-log.js';
-import { createRelay } from '../../processors/relay.js';
+import { embeddedDelivery } from './oracle.js';
 
 export const SCREENSHOTS = new URL('../e2e/screenshots/', import.meta.url).pathname;
 
-/** The embedded relay and loader: outbox to Avro to chDB, until nothing is left. */
-export async function relayAll(db: Database, warehouse: Warehouse) {
-  const codec = createAvroCodec();
-  const deadLetters: string[] = [];
-  const log = createLoadingLog({
-    loader: createLoader({ warehouse, decode: codec.decode }),
-    deadLetterTopic: DEAD_LETTER_TOPIC,
-    reportDeadLetter: (_topic, reason) => deadLetters.push(reason),
-  });
-  const relay = createRelay({ db, log, encode: codec.message, deadLetterTopic: DEAD_LETTER_TOPIC });
-  let result = await relay.relayOnce();
-  while (result.kind === 'ok') result = await relay.relayOnce();
-  if (result.kind !== 'idle') throw new Error(`relay stopped with ${result.kind}`);
-  expect(deadLetters).toEqual([]);
-}
+/** The embedded relay and loader (outbox to Avro to chDB) until every committed row is loaded: the oracle's. */
+export const relayAll = (db: Database, warehouse: Warehouse) => embeddedDelivery(warehouse)(db);
 
 export interface Brand {
   workspaceId: number;

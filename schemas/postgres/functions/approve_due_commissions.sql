@@ -21,9 +21,7 @@ CREATE OR REPLACE FUNCTION approve_due_commissions(p_limit integer, p_program bi
   ), events AS (
     INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
     SELECT 'commission.approved', 'sale:' || a.sale_id, a.program_id, false, a.approved_at,
-           jsonb_build_object('commission_id', a.id, 'sale_id', a.sale_id, 'program_id', a.program_id, 'partner_id', a.partner_id,
-                              'amount_cents', a.amount_cents, 'currency', a.currency, 'approved_at', a.approved_at, 'by', 'hold_end',
-                              'reason', NULL)
+           commission_approved_event(ROW(a.*)::commissions, 'hold_end')
       FROM approved a
      ORDER BY a.approved_at, a.id
     RETURNING 1
