@@ -34,7 +34,10 @@ const payout = (status: string) => ({
 const samples: Record<EventType, EncodableRow> = {
   'click.recorded': {
     ...envelope('click.recorded', 1),
-    payload: { click_id: uuid(200), program_id: 1042, partner_id: 77, referral_link_id: 88, test: false, created_at: at },
+    payload: {
+      click_id: uuid(200), program_id: 1042, partner_id: 77, referral_link_id: 88, test: false, created_at: at,
+      sub1: 'newsletter', sub2: null, sub3: null, sub4: null, sub5: null,
+    },
   },
   'customer.changed': {
     ...envelope('customer.changed', 2),
@@ -58,7 +61,7 @@ const samples: Record<EventType, EncodableRow> = {
     },
   },
   'commission.created': { ...envelope('commission.created', 5), payload: { ...commission, status: 'pending' } },
-  'commission.reversed': { ...envelope('commission.reversed', 6), payload: { ...commission, status: 'reversed' } },
+  'commission.reversed': { ...envelope('commission.reversed', 6), payload: { ...commission, status: 'reversed', ledger_entry: null } },
   'platform_fee.created': { ...envelope('platform_fee.created', 7), payload: fee },
   'platform_fee.reversed': { ...envelope('platform_fee.reversed', 8), payload: fee },
   'partner_program.changed': {
@@ -95,6 +98,25 @@ const samples: Record<EventType, EncodableRow> = {
   'payout.created': { ...envelope('payout.created', 16), payload: payout('pending') },
   'payout.paid': { ...envelope('payout.paid', 17), payload: { ...payout('paid'), reference: 'PP-2025-03-0001', paid_at: at } },
   'payout.canceled': { ...envelope('payout.canceled', 18), payload: { ...payout('canceled'), canceled_at: at } },
+  'fx_rate.recorded': {
+    ...envelope('fx_rate.recorded', 26),
+    payload: { workspace_id: 0, currency: 'VND', day: '2026-11-26', per_eur: '27395.5', created_at: at },
+  },
+  'commission.held': {
+    ...envelope('commission.held', 38),
+    payload: {
+      commission_id: uuid(101), sale_id: uuid(100), program_id: 1042, partner_id: 77, amount_cents: 1_235, currency: 'EUR', held_at: at,
+      reasons: ['fast_conversion'],
+    },
+  },
+  'partner.applied': {
+    ...envelope('partner.applied', 40),
+    payload: { partner_program_id: 9, partner_id: 77, program_id: 1042, name: 'Ada', email: 'ada@partners.example', website: null, created_at: at },
+  },
+  'partner.approved': {
+    ...envelope('partner.approved', 41),
+    payload: { partner_program_id: 9, partner_id: 77, program_id: 1042, name: 'Ada', email: 'ada@partners.example', approved_at: at },
+  },
 };
 
 let sink = 0;

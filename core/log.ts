@@ -48,7 +48,8 @@ const CENSOR = '[redacted]';
  */
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/"\\]*):[^\s@/"\\]+@/gi;
 const BEARER = /\b(Bearer\s+)[A-Za-z0-9._~+/=-]+/g;
-const OWN_SECRET = /\b(aff|dsh|agt|slt|whsec)_[A-Za-z0-9_-]{16,}/g;
+// ppl_ and pps_: the partner portal's sign-in links (in a URL's query) and sessions (issue 31).
+const OWN_SECRET = /\b(aff|dsh|agt|slt|whsec|ppl|pps)_[A-Za-z0-9_-]{16,}/g;
 
 function redactLine(line: string): string {
   return line.replace(URL_PASSWORD, `$1:${CENSOR}@`).replace(BEARER, `$1${CENSOR}`).replace(OWN_SECRET, `$1_${CENSOR}`);

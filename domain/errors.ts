@@ -10,6 +10,11 @@ export type Refusal =
   | { reason: 'link_disabled' }
   | { reason: 'aff_code_taken' }
   | { reason: 'origin_not_allowed' }
+  // A partner's links and promo codes (issue 31): linkNotFound in the management surface's words
+  | { reason: 'partner_link_not_found' }
+  | { reason: 'promo_code_taken'; code: string }
+  | { reason: 'promotion_id_taken'; promotionId: string }
+  | { reason: 'promo_code_not_found' }
   // Customers (lead and sale)
   | { reason: 'customer_not_found' }
   | { reason: 'customer_other_program' }
@@ -52,6 +57,11 @@ export type Refusal =
   | { reason: 'payout_state_conflict'; status: string }
   | { reason: 'currency_without_balance'; currency: string }
   | { reason: 'idempotency_key_reused' }
+  // Commission rule versions and partner groups (issue 30)
+  | { reason: 'rule_version_in_past' }
+  | { reason: 'rule_version_overlaps'; latest: string }
+  | { reason: 'group_not_found' }
+  | { reason: 'group_not_empty' }
   // CLI synthetic events (issue 16): the 10-chains-per-program-per-hour cap
   | { reason: 'chain_rate_limited'; retryAfterSeconds: number };
 

@@ -28,6 +28,8 @@ import { trackRoutes } from './tracking/routes.js';
 import { trackerScriptRoutes } from './tracking/tracker-script.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import { auditRoutes } from './audit/routes.js';
+import { partnerProgramRoutes } from './partner-portal/routes.js';
+import { termsRoutes } from './terms/routes.js';
 import { systemResolver, type Resolver } from '../core/outbound-address.js';
 
 export interface AppDeps {
@@ -140,8 +142,18 @@ const audit: RegisterSurface = async (app, { db, authThrottle }) => {
   await app.register(auditRoutes, { prefix: '/api/tracking', db, authThrottle });
 };
 
+const terms: RegisterSurface = async (app, { db, authThrottle, warehouse }) => {
+  await app.register(termsRoutes, { prefix: '/api/tracking', db, authThrottle, warehouse });
+};
+
+const partnerProgram: RegisterSurface = async (app, w) => {
+  await app.register(partnerProgramRoutes, {
+    db: w.db, warehouse: w.warehouse, rateLimits: w.rateLimits, authThrottle: w.authThrottle, clock: w.clock, publicBaseUrl: w.publicBaseUrl ?? (() => undefined),
+  });
+};
+
 /** Every API surface, in the order the OpenAPI document lists them. Adding a surface is adding it here. */
-const API_SURFACES: readonly RegisterSurface[] = [tracking, cli, payments, management, dashboard, agent, webhooks, money, audit];
+const API_SURFACES: readonly RegisterSurface[] = [tracking, cli, payments, management, dashboard, agent, webhooks, money, audit, terms, partnerProgram];
 
 /** Fastify with the service's request ids, zod compilers, error envelopes and client addresses. */
 function createServer(deps: AppDeps): FastifyInstance {
@@ -207,6 +219,7 @@ const OPENAPI = {
       dashboardSession: { type: 'http', scheme: 'bearer', description: 'Dashboard session token' },
       accountToken: { type: 'http', scheme: 'bearer', description: 'Account login token from `svc login` (CLI init and programs)' },
       agentKey: { type: 'http', scheme: 'bearer', description: 'Agent API key (agt_...), issued by `npm run ops -- issue-agent-key`' },
+      partnerPortalSession: { type: 'apiKey', in: 'cookie', name: 'svc_portal', description: 'Partner portal session, opened by a one-time sign-in link (issue 31)' },
     },
   },
 } as const;

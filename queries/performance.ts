@@ -6,6 +6,7 @@ import { sql } from '../core/sql.js';
 import type { Warehouse } from '../core/warehouse.js';
 import { buildPerformance, firstActivityDay, type DailyFigure, type PerformanceBody } from './metrics.js';
 import { allTimeRange, dayOf, dayString, planRange, type Day, type RangeQuery } from './periods.js';
+import { partnerDailyFiguresSql } from './partner-performance.js';
 
 /*
  * Which timestamp each metric counts by, and what it counts (docs/decisions/dashboard.md, "Dashboard"):
@@ -48,8 +49,11 @@ interface DayRow {
 }
 
 /** The daily figures of a program from the first to the last day (inclusive); a day or currency without a count has none. */
-async function dailyFigures(warehouse: Warehouse, programId: number, first: Day, last: Day): Promise<DailyFigure[]> {
-  const rows = await warehouse.query<DayRow>(dailyFiguresSql, { programId, from: dayString(first), to: dayString(last) });
+export async function dailyFigures(warehouse: Warehouse, programId: number, first: Day, last: Day, partnerId?: number): Promise<DailyFigure[]> {
+  const range = { programId, from: dayString(first), to: dayString(last) };
+  // The partner portal's figures: the same facts, one partner's entities (queries/partner-performance.ts).
+  const rows =
+    partnerId === undefined ? await warehouse.query<DayRow>(dailyFiguresSql, range) : await warehouse.query<DayRow>(partnerDailyFiguresSql, { ...range, partnerId });
   const figures: DailyFigure[] = [];
   for (const r of rows) {
     const day = dayOf(Date.parse(`${r.day}T00:00:00Z`));
@@ -76,13 +80,20 @@ export interface PerformanceRequest {
   query: RangeQuery;
   /** Milliseconds since the epoch: today is its UTC day. */
   now: number;
+  /** Only this partner's figures (the partner portal); the program's when absent. */
+  partnerId?: number;
 }
 
 /** The performance response for a validated query (see rangeProblem in periods.ts). */
 export async function performance(warehouse: Warehouse, r: PerformanceRequest): Promise<PerformanceBody> {
+  return (await performanceAndFigures(warehouse, r)).body;
+}
+
+/** The response and the daily figures it was built from: the reporting totals (issue 30) convert the same figures. */
+export async function performanceAndFigures(warehouse: Warehouse, r: PerformanceRequest): Promise<{ body: PerformanceBody; figures: DailyFigure[] }> {
   const plan = planRange(r.query, dayOf(r.now));
-  const figures = await dailyFigures(warehouse, r.programId, plan.fetch.first, plan.fetch.last);
+  const figures = await dailyFigures(warehouse, r.programId, plan.fetch.first, plan.fetch.last, r.partnerId);
   const current =
     plan.kind === 'fixed' ? plan.current : allTimeRange(dayOf(r.programCreatedAt.getTime()), firstActivityDay(figures), plan.today);
-  return buildPerformance(figures, current, plan.period);
+  return { body: buildPerformance(figures, current, plan.period), figures };
 }

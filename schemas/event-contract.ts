@@ -33,6 +33,13 @@ export const EVENT_TYPES = [
   'payout.created',
   'payout.paid',
   'payout.canceled',
+  // Issue 30: a daily exchange rate stored (program_id 0 in the envelope: rates belong to no program).
+  'fx_rate.recorded',
+  // Issue 31: an application to a program, and its approval by an owner.
+  'partner.applied',
+  'partner.approved',
+  // Issue 31: a commission held for review (a fraud rule flagged it, or its partner was banned).
+  'commission.held',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -47,6 +54,12 @@ export interface ClickRecordedPayload {
   referral_link_id: number;
   test: boolean;
   created_at: Date;
+  /** The affiliate_url's sub-ids, at most 100 characters each; null when absent (v2). */
+  sub1: string | null;
+  sub2: string | null;
+  sub3: string | null;
+  sub4: string | null;
+  sub5: string | null;
 }
 
 export type CustomerChange = 'lead' | 'provisional' | 'settled' | 'conversion';
@@ -170,11 +183,30 @@ export interface LedgerEntryRecordedPayload {
   available_at: Date;
 }
 
+/**
+ * A commission reversed (its sale refunded or charged back, or an owner rejected it), with the
+ * ledger's reversal entry of it: that entry travels here, not as a ledger_entry.recorded of its own
+ * (docs/decisions/ledger.md, "Events and the warehouse"). Null when nothing was left to take back.
+ */
+export interface CommissionReversedPayload extends CommissionPayload {
+  ledger_entry: LedgerEntryRecordedPayload | null;
+}
+
 /** A commission became payable: its hold ended (hold_end) or an owner approved it (owner, with a reason). */
 export interface CommissionApprovedPayload extends Omit<CommissionPayload, 'status' | 'created_at'> {
   approved_at: Date;
   by: 'hold_end' | 'owner';
   reason: string | null;
+}
+
+/**
+ * A commission held for review (issue 31, docs/decisions/fraud-review.md): flagged by fraud rules when
+ * created, or held by its partner's ban. `reasons`: the rules or the cause; the evidence is not in
+ * the event (it may name a customer's email): GET .../reviews reads it.
+ */
+export interface CommissionHeldPayload extends Omit<CommissionPayload, 'status' | 'created_at'> {
+  held_at: Date;
+  reasons: string[];
 }
 
 /** A payout's state (partner-program.md, "Payouts"): pending until marked paid or canceled. */
@@ -207,6 +239,41 @@ export interface PartnerProgramChangedPayload {
   updated_at: Date;
 }
 
+/** An application (issue 31): a pending partner-program record with what the applicant sent. */
+export interface PartnerAppliedPayload {
+  partner_program_id: number;
+  partner_id: number;
+  program_id: number;
+  name: string;
+  email: string;
+  website: string | null;
+  created_at: Date;
+}
+
+/** A partner approved in a program by an owner (issue 31). */
+export interface PartnerApprovedPayload {
+  partner_program_id: number;
+  partner_id: number;
+  program_id: number;
+  name: string;
+  email: string | null;
+  approved_at: Date;
+}
+
+/**
+ * A daily exchange rate stored (issue 30, docs/decisions/currencies.md): per_eur units of currency
+ * buy one euro on day. workspace_id 0: the operator's rates; otherwise that workspace's own.
+ */
+export interface FxRateRecordedPayload {
+  workspace_id: number;
+  currency: string;
+  /** YYYY-MM-DD, the day the rate was published for. */
+  day: string;
+  /** Decimal text, exact as stored (up to 10 decimals). */
+  per_eur: string;
+  created_at: Date;
+}
+
 export interface TestEventLoggedPayload {
   tracking_log_id: number;
   program_id: number;
@@ -222,7 +289,7 @@ export interface EventPayloads {
   'sale.recorded': SaleRecordedPayload;
   'sale.status_changed': SaleStatusChangedPayload;
   'commission.created': CommissionPayload;
-  'commission.reversed': CommissionPayload;
+  'commission.reversed': CommissionReversedPayload;
   'platform_fee.created': PlatformFeePayload;
   'platform_fee.reversed': PlatformFeePayload;
   'partner_program.changed': PartnerProgramChangedPayload;
@@ -235,6 +302,10 @@ export interface EventPayloads {
   'payout.created': PayoutPayload;
   'payout.paid': PayoutPayload;
   'payout.canceled': PayoutPayload;
+  'fx_rate.recorded': FxRateRecordedPayload;
+  'partner.applied': PartnerAppliedPayload;
+  'partner.approved': PartnerApprovedPayload;
+  'commission.held': CommissionHeldPayload;
 }
 
 // Breaks the build when EVENT_TYPES and EventPayloads disagree.
@@ -258,7 +329,10 @@ const feeFields = fields<PlatformFeePayload>({
  * payloads. The type makes the list exact: a missing field is an error, an extra one too.
  */
 export const PAYLOAD_FIELDS: { readonly [T in EventType]: Record<keyof EventPayloads[T], true> } = {
-  'click.recorded': { click_id: true, program_id: true, partner_id: true, referral_link_id: true, test: true, created_at: true },
+  'click.recorded': {
+    click_id: true, program_id: true, partner_id: true, referral_link_id: true, test: true, created_at: true,
+    sub1: true, sub2: true, sub3: true, sub4: true, sub5: true,
+  },
   'customer.changed': {
     change: true, customer_id: true, program_id: true, partner_id: true, partner_program_id: true, click_id: true, status: true,
     provisional: true, test: true, signup_date: true, first_purchase_date: true, version: true, updated_at: true,
@@ -269,7 +343,7 @@ export const PAYLOAD_FIELDS: { readonly [T in EventType]: Record<keyof EventPayl
   },
   'sale.status_changed': { sale_id: true, transaction_id: true, program_id: true, status: true, reason: true, refund_id: true, changed_at: true },
   'commission.created': commissionFields,
-  'commission.reversed': commissionFields,
+  'commission.reversed': { ...commissionFields, ledger_entry: true },
   'platform_fee.created': feeFields,
   'platform_fee.reversed': feeFields,
   'partner_program.changed': { partner_program_id: true, partner_id: true, program_id: true, status: true, created_at: true, updated_at: true },
@@ -291,6 +365,12 @@ export const PAYLOAD_FIELDS: { readonly [T in EventType]: Record<keyof EventPayl
   'payout.created': payoutFields,
   'payout.paid': payoutFields,
   'payout.canceled': payoutFields,
+  'fx_rate.recorded': { workspace_id: true, currency: true, day: true, per_eur: true, created_at: true },
+  'partner.applied': { partner_program_id: true, partner_id: true, program_id: true, name: true, email: true, website: true, created_at: true },
+  'partner.approved': { partner_program_id: true, partner_id: true, program_id: true, name: true, email: true, approved_at: true },
+  'commission.held': {
+    commission_id: true, sale_id: true, program_id: true, partner_id: true, amount_cents: true, currency: true, held_at: true, reasons: true,
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -391,4 +471,19 @@ export function partnerProgramChanged(
       updated_at: junction.updated_at,
     },
   };
+}
+
+/** An application's event (issue 31), keyed like the partner-program record's changes so they stay in order. */
+export function partnerApplied(p: PartnerAppliedPayload): OutboxEvent<'partner.applied'> {
+  return { type: 'partner.applied', key: `partner_program:${p.partner_program_id}`, programId: p.program_id, test: false, occurredAt: p.created_at, payload: p };
+}
+
+/** An approval's event (issue 31). */
+export function partnerApproved(p: PartnerApprovedPayload): OutboxEvent<'partner.approved'> {
+  return { type: 'partner.approved', key: `partner_program:${p.partner_program_id}`, programId: p.program_id, test: false, occurredAt: p.approved_at, payload: p };
+}
+
+/** A stored exchange rate's event (issue 30): program 0, keyed per workspace and currency so a currency's days stay in order. */
+export function fxRateRecorded(p: FxRateRecordedPayload): OutboxEvent<'fx_rate.recorded'> {
+  return { type: 'fx_rate.recorded', key: `fx_rate:${p.workspace_id}:${p.currency}`, programId: 0, test: false, occurredAt: p.created_at, payload: p };
 }

@@ -120,6 +120,20 @@ export const WEBHOOK_MAPPING: { readonly [T in EventType]?: MappingRow<T> } = {
     data: { ...pick(payload, ['commission_id', 'sale_id', 'partner_id', 'amount_cents', 'currency', 'approved_at', 'by', 'reason'] as const), test },
   }),
   'payout.created': ({ payload, test }) => ({ type: 'payout.created', data: { ...pick(payload, PAYOUT_FIELDS), test } }),
+  // Issue 31: a commission held for review (a fraud rule, or its partner's ban), with its reasons.
+  'commission.held': ({ payload, test }) => ({
+    type: 'commission.held',
+    data: { ...pick(payload, ['commission_id', 'sale_id', 'partner_id', 'amount_cents', 'currency', 'held_at', 'reasons'] as const), test },
+  }),
+  // Issue 31: an application and an owner's approval.
+  'partner.applied': ({ payload, test }) => ({
+    type: 'partner.applied',
+    data: { ...pick(payload, ['partner_program_id', 'partner_id', 'name', 'email', 'website', 'created_at'] as const), test },
+  }),
+  'partner.approved': ({ payload, test }) => ({
+    type: 'partner.approved',
+    data: { ...pick(payload, ['partner_program_id', 'partner_id', 'name', 'email', 'approved_at'] as const), test },
+  }),
   // A paid payout pays its commissions: besides payout.paid, one commission.paid per commission it
   // covers. The payload names them without their amounts, so commission.paid carries none (the
   // brand has each amount from commission.created/approved); decisions/outgoing-webhooks.md.

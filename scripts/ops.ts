@@ -12,11 +12,13 @@
  *   npm run ops -- reinstate-user <email>
  *   npm run ops -- release-processor-account <acct_...>
  *   npm run ops -- verify-statement <programId> <YYYY-MM>   (scripts/verify-statement.ts)
+ *   npm run ops -- import-fx-rates <file.csv>               (--help: the ECB layout it reads)
  *
  * While the embedded service runs, the command is run by it (its operator endpoint); the commands
  * themselves are in ingest/operator/commands.ts.
  */
 import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { loadConfig, type Config } from '../core/config.js';
 import { createLogger } from '../core/log.js';
 import { openDatabase } from '../core/db.js';
@@ -55,8 +57,10 @@ async function verify(config: Config, args: string[]) {
  * is one the service knows. Otherwise (service stopped, or Postgres) the database is opened here.
  */
 async function main(argv: string[]) {
-  const [name, ...args] = argv;
+  const [name, ...given] = argv;
   if (!name) throw new Error(usage);
+  // The running service reads the file itself: it gets the path from here, not from its own directory.
+  const args = name === 'import-fx-rates' && given[0] && !given[0].startsWith('-') ? [resolve(given[0]), ...given.slice(1)] : given;
   const config = loadConfig();
   if (name === 'verify-statement') return verify(config, args);
   if (config.database.kind === 'pglite') {

@@ -58,7 +58,13 @@ export async function measureConsole(app: FastifyInstance, warehouse: Warehouse,
   const screens: Record<string, string[]> = {
     'sign-in (who, programs)': ['/api/tracking/session', '/api/tracking/programs'],
     overview: [`/api/tracking/performance/${o.programId}?period=90d`, `/api/tracking/status/${o.programId}`],
-    partners: [`${p}/partners?limit=100`],
+    partners: [`${p}/partners?limit=100`, `${p}/groups`],
+    // The partner-program screens: the commissions and their review queue; the terms' versions, opened on demand.
+    commissions: [`${p}/reviews?limit=50`, `${p}/commissions?limit=50`],
+    // A status filter (the generated commissions are pending, read approved, or reversed): docs/decisions/dashboard.md on rare states.
+    'commissions (one status)': [`${p}/commissions?status=reversed&limit=50`],
+    'settings: versions of the terms': [`${p}/commission-rules`],
+    'partners: applications waiting': [`${p}/applications?status=pending&limit=100`],
     money: [`${p}/payouts?status=pending&limit=100`, `${p}/statements/${new Date().toISOString().slice(0, 7)}`],
     settings: [p, `${p}/payout-settings`],
     integrations: [`${p}/processor-connection`, `${p}/processor-events?limit=50`],

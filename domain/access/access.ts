@@ -36,6 +36,10 @@ export const PERMISSIONS = [
   'webhooks:manage',
   // Issue 34: every write that moves money (approve, reject, adjustments, payout settings, payouts).
   'money:write',
+  // Issue 30: a workspace's own exchange rates (they change its converted totals).
+  'fx_rates:write',
+  // Issue 31: approve, reject or ban a partner, and make its portal sign-in link.
+  'partners:manage',
   ...AGENT_SCOPES,
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -69,7 +73,7 @@ export type CredentialKind = Principal['kind'];
  * key, its processor connection, its commission terms, the workspace's team and money.
  */
 const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
-  owner: ['tracking:read', 'program:write', 'api_key:manage', 'processor:manage', 'terms:write', 'team:manage', 'webhooks:manage', 'money:write'],
+  owner: ['tracking:read', 'program:write', 'api_key:manage', 'processor:manage', 'terms:write', 'team:manage', 'webhooks:manage', 'money:write', 'fx_rates:write', 'partners:manage'],
   member: ['tracking:read', 'program:write'],
 };
 

@@ -55,7 +55,7 @@ const q = {
   sales: sql(
     'agent.sales_page',
     `SELECT s.id AS sale_id, s.transaction_id, s.customer_id, s.partner_id, s.amount_cents, s.currency, s.status, s.test,
-            s.occurred_at, s.created_at, s.occurred_at::text AS cursor_at, s.id::text AS cursor_id
+            s.occurred_at, s.created_at, s.commission_skipped_reason, s.occurred_at::text AS cursor_at, s.id::text AS cursor_id
        FROM sale_events s
       WHERE s.program_id = $1
         AND ($2::timestamptz IS NULL OR s.occurred_at >= $2::timestamptz)
@@ -69,7 +69,7 @@ const q = {
   commissions: sql(
     'agent.commissions_page',
     `SELECT c.id AS commission_id, c.sale_id, c.partner_id, c.customer_id, c.commission_type, c.commission_rate,
-            c.amount_cents, c.currency, commission_state(c) AS status, c.created_at, c.reversed_at,
+            c.amount_cents, c.currency, commission_state(c) AS status, c.created_at, c.reversed_at, c.rule_version,
             c.created_at::text AS cursor_at, c.id::text AS cursor_id
        FROM commissions c
       WHERE c.program_id = $1
@@ -146,6 +146,8 @@ export interface SaleRow {
   test: boolean;
   occurred_at: Date;
   created_at: Date;
+  /** Why the sale earned no commission its terms would otherwise pay ('recurring_limit_reached'; issue 30). */
+  commission_skipped_reason: string | null;
 }
 
 export interface CommissionRow {
@@ -160,6 +162,7 @@ export interface CommissionRow {
   status: string;
   created_at: Date;
   reversed_at: Date | null;
+  rule_version: number | null;
 }
 
 export interface PartnerRow {

@@ -31,9 +31,18 @@ export const AUDIT_ACTIONS = [
   'program.origin_added',
   'program.origin_removed',
   'partner.created',
+  // Issue 31: an owner's decision on a partner, and a portal sign-in link made for one.
+  'partner.approved',
+  'partner.rejected',
+  'partner.banned',
+  'partner.portal_link_created',
   'link.created',
   'link.enabled',
   'link.disabled',
+  // Issue 31, point 4: a partner's promo codes.
+  'promo_code.created',
+  'promo_code.enabled',
+  'promo_code.disabled',
   'processor_connection.connected',
   'processor_connection.disconnected',
   'webhook_endpoint.created',
@@ -55,6 +64,13 @@ export const AUDIT_ACTIONS = [
   'payout.created',
   'payout.paid',
   'payout.canceled',
+  // Issue 30: partner groups and a partner moved between them (terms changes are program.updated and group.*).
+  'group.created',
+  'group.updated',
+  'group.deleted',
+  'partner.group_changed',
+  // Issue 30: a workspace's own exchange rates loaded by an owner (the operator's have no actor here).
+  'fx_rates.imported',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -32,12 +32,14 @@ export interface CommissionView {
   reversed_at: Date | null;
   payout_id: string | null;
   status_reason: string | null;
+  /** The commission rule version that computed it (issue 30; commission_rule_versions.id). */
+  rule_version: number | null;
 }
 
 /** The columns of CommissionView, `c` being commissions. */
 export const COMMISSION_COLUMNS = `c.id, c.sale_id, c.partner_id, c.amount_cents AS amount_minor, c.currency,
   commission_state(c) AS status, c.created_at, c.available_at, c.approved_at, c.paid_at, c.reversed_at,
-  COALESCE(c.payout_id, CASE WHEN c.status = 'approved' THEN commission_payout(c) END) AS payout_id, c.status_reason`;
+  COALESCE(c.payout_id, CASE WHEN c.status = 'approved' THEN commission_payout(c) END) AS payout_id, c.status_reason, c.rule_version`;
 
 const q = {
   decide: sql('ledger.decide_commission', `SELECT decide_commission($1, $2::uuid, $3, $4) AS result`),

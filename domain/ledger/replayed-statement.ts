@@ -7,8 +7,9 @@
  * or the refunds in Postgres are not what their events said.
  *
  * Only the events a statement reads are replayed: sale.recorded, sale.status_changed,
- * sale.partially_refunded and ledger_entry.recorded. Loaded sales first, then refunds, then the
- * ledger, so the order events arrived in across partitions does not matter.
+ * sale.partially_refunded, ledger_entry.recorded, and commission.reversed for the reversal entry it
+ * carries. Loaded sales first, then refunds, then the ledger, so the order events arrived in across
+ * partitions does not matter.
  */
 import { sql, type Database } from '../../core/db.js';
 import type { DecodedEvent } from '../../schemas/event-contract.js';
@@ -63,9 +64,12 @@ const q = {
   ),
 };
 
-/** The event types a statement reads, in the order they are loaded. */
-export const STATEMENT_EVENT_TYPES = ['sale.recorded', 'sale.status_changed', 'sale.partially_refunded', 'ledger_entry.recorded'] as const;
+/** The event types loaded into the scratch store, in the order they are loaded. */
+const LOADED_TYPES = ['sale.recorded', 'sale.status_changed', 'sale.partially_refunded', 'ledger_entry.recorded'] as const;
 const STEPS = [q.sales, q.refunds, q.partials, q.entries];
+
+/** The event types a statement reads: those loaded, and commission.reversed for the reversal entry it carries. */
+export const STATEMENT_EVENT_TYPES = [...LOADED_TYPES, 'commission.reversed'] as const;
 const CHUNK = 5_000;
 
 /**
@@ -73,15 +77,21 @@ const CHUNK = 5_000;
  * other programs and other types are skipped; a repeated event (a redelivery) is loaded once.
  */
 export async function loadStatementEvents(scratch: Database, programId: number, events: Iterable<DecodedEvent>): Promise<number> {
-  const byType = new Map<string, Map<string, Record<string, unknown>>>(STATEMENT_EVENT_TYPES.map((t) => [t, new Map()]));
+  const byType = new Map<string, Map<string, Record<string, unknown>>>(LOADED_TYPES.map((t) => [t, new Map()]));
+  const entries = byType.get('ledger_entry.recorded')!;
   for (const e of events) {
     if (e.value.program_id !== programId) continue;
+    if (e.eventType === 'commission.reversed') {
+      const entry = e.value.payload.ledger_entry;
+      if (entry !== null && typeof entry === 'object') entries.set(e.value.event_id, entry as Record<string, unknown>);
+      continue;
+    }
     byType.get(e.eventType)?.set(e.value.event_id, e.value.payload);
   }
   await scratch.many(q.workspace);
   await scratch.many(q.program, [programId]);
   let loaded = 0;
-  for (const [i, type] of STATEMENT_EVENT_TYPES.entries()) {
+  for (const [i, type] of LOADED_TYPES.entries()) {
     const payloads = [...byType.get(type)!.values()];
     for (let at = 0; at < payloads.length; at += CHUNK) {
       await scratch.many(STEPS[i]!, [JSON.stringify(payloads.slice(at, at + CHUNK))]);

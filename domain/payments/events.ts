@@ -225,6 +225,9 @@ function paymentReading(event: ProcessorEvent, p: PaymentReading) {
       customer_key: p.metadata.customerKey ?? null,
       email: p.email ?? null,
       processor_customer_id: p.processorCustomerId ?? null,
+      // Issue 31: a customer with no attribution yet is attributed to the partner of a promo code (record_sale).
+      promo_codes: p.promotions.promoCodes,
+      promotion_ids: p.promotions.promotionIds,
       // record_sale's item (sales.ts), but for the program, the date, the customer and test mode, decided there.
       sale: {
         transaction_id: p.transactionId,

@@ -52,6 +52,45 @@ export function eventProblem(error: z.ZodError, body: unknown): 'created' | 'tex
   return 'shape';
 }
 
+/**
+ * A promotion code as the processor names it: its id (`promo_...`), or the expanded object with its
+ * id and customer-facing `code`. Issue 31, point 4 (docs/decisions/links-and-promo-codes.md).
+ */
+const promotionCode = z
+  .union([z.string(), z.object({ id: z.string().nullish(), code: z.string().nullish() })])
+  .nullish()
+  .catch(null);
+/**
+ * A discount: a checkout session's `discounts[]` entry ({ coupon, promotion_code }), or a Discount
+ * object (`invoice.discount` in the legacy layout, an expanded `invoice.discounts[]` entry, a
+ * session's `total_details.breakdown.discounts[].discount`). An unexpanded discount id (`di_...`,
+ * the newer invoice layout's `discounts[]` as sent) names no code: it reads as nothing.
+ */
+const discount = z.union([z.string(), z.object({ promotion_code: promotionCode })]).nullish().catch(null);
+const discounts = z.array(discount).nullish().catch(null);
+
+/** The promotion ids and customer-facing codes of a payment's discounts, each once. */
+export interface Promotions {
+  promotionIds: string[];
+  promoCodes: string[];
+}
+
+function promotionsOf(found: (z.infer<typeof discount> | undefined)[]): Promotions {
+  const ids = new Set<string>();
+  const codes = new Set<string>();
+  for (const d of found) {
+    if (!d || typeof d === 'string') continue;
+    const pc = d.promotion_code;
+    if (typeof pc === 'string') {
+      if (pc.trim() !== '') ids.add(pc.trim());
+    } else if (pc) {
+      if (pc.id && pc.id.trim() !== '') ids.add(pc.id.trim());
+      if (pc.code && pc.code.trim() !== '') codes.add(pc.code.trim());
+    }
+  }
+  return { promotionIds: [...ids].slice(0, 20), promoCodes: [...codes].slice(0, 20) };
+}
+
 const CheckoutSession = z.object({
   id: z.string(),
   mode: z.string().nullish(),
@@ -65,6 +104,8 @@ const CheckoutSession = z.object({
   payment_intent: ref,
   invoice: ref,
   subscription: ref,
+  discounts,
+  total_details: z.object({ breakdown: z.object({ discounts: z.array(z.object({ discount }).catch({ discount: null })).nullish() }).nullish() }).nullish().catch(null),
 });
 
 const SubscriptionDetails = z.object({ metadata, subscription: ref }).nullish();
@@ -84,6 +125,9 @@ const Invoice = z.object({
   subscription: ref,
   payment_intent: ref,
   charge: ref,
+  // legacy layout: one Discount object; both layouts: discounts[] (ids unless expanded)
+  discount,
+  discounts,
 });
 
 /** invoice_payment.paid (newer layout): which payment intent or charge paid which invoice. */
@@ -133,6 +177,8 @@ export type PaymentReading =
       saleType: string;
       subscriptionId: string | undefined;
       providerPaymentId: string | undefined;
+      /** Promo codes and processor promotion ids of its discounts: they attribute a customer with no attribution yet. */
+      promotions: Promotions;
     }
   | { kind: 'skip'; reason: string; programId?: string | undefined; refs?: string[] };
 
@@ -177,6 +223,7 @@ export function readCheckoutSession(object: unknown): PaymentReading {
     saleType: s.mode === 'subscription' ? 'subscription' : 'one_time',
     subscriptionId: s.subscription ?? undefined,
     providerPaymentId: s.payment_intent ?? s.invoice ?? s.id,
+    promotions: promotionsOf([...(s.discounts ?? []), ...(s.total_details?.breakdown?.discounts ?? []).map((b) => b.discount)]),
   };
 }
 
@@ -213,6 +260,7 @@ export function readInvoice(object: unknown): PaymentReading {
     saleType: subscriptionId ? 'subscription' : 'one_time',
     subscriptionId,
     providerPaymentId: inv.payment_intent ?? inv.id,
+    promotions: promotionsOf([inv.discount, ...(inv.discounts ?? [])]),
   };
 }
 

@@ -1,9 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { isUniqueViolation, sql, type Database } from '../../core/db.js';
-import { recordAudit, type AuditContext } from '../audit/audit.js';
-import { refused } from '../errors.js';
+import { sql, type Database } from '../../core/db.js';
 
-export const PARTNER_STATUSES = ['pending', 'approved', 'rejected', 'removed'] as const;
+export const PARTNER_STATUSES = ['pending', 'approved', 'rejected', 'banned', 'removed'] as const;
 export type PartnerStatus = (typeof PARTNER_STATUSES)[number];
 
 export interface PartnerListRow {
@@ -12,6 +9,8 @@ export interface PartnerListRow {
   name: string | null;
   email: string | null;
   status: PartnerStatus;
+  /** The partner group it is in (issue 30), null when none: the console's partners screen shows it. */
+  group_id: number | null;
   created_at: Date;
   links: { aff_code: string; enabled: boolean }[];
   /** How many partners match the filter in all (the page shows at most `limit`). */
@@ -32,7 +31,7 @@ const q = {
               string_agg(aff_code, ' ') AS codes
          FROM referral_links WHERE program_id = $1 GROUP BY partner_program_id
      )
-     SELECT pp.partner_id, pp.id AS partner_program_id, p.name, p.email, pp.status, pp.created_at,
+     SELECT pp.partner_id, pp.id AS partner_program_id, p.name, p.email, pp.status, pp.group_id, pp.created_at,
             COALESCE(l.links, '[]'::json) AS links, count(*) OVER () AS total
        FROM partner_programs pp
        LEFT JOIN partners p ON p.id = pp.partner_id
@@ -43,17 +42,6 @@ const q = {
         AND ($3::text IS NULL OR pp.status = $3)
       ORDER BY pp.created_at DESC, pp.id DESC
       LIMIT $4`,
-  ),
-  junction: sql(
-    'console.partner_junction',
-    `SELECT pp.id FROM partner_programs pp
-      WHERE pp.program_id = $1 AND pp.partner_id = $2
-        AND NOT EXISTS (SELECT 1 FROM cli_test_fixtures f WHERE f.program_id = $1 AND f.partner_program_id = pp.id)`,
-  ),
-  link: sql(
-    'console.partner_link_insert',
-    `INSERT INTO referral_links (aff_code, program_id, partner_id, partner_program_id) VALUES ($1, $2, $3, $4)
-     RETURNING aff_code, enabled`,
   ),
 };
 
@@ -94,23 +82,5 @@ export async function listPartners(db: Database, programId: number, f: PartnerFi
     f.limit,
   ]);
   // PGlite hands json back as text; pg parses it.
-  return rows.map((r) => ({ ...r, links: typeof r.links === 'string' ? JSON.parse(r.links) : r.links, total: Number(r.total) }));
-}
-
-const newAffCode = () => randomBytes(6).toString('base64url').replace(/[-_]/g, 'x');
-
-/** Another referral link for a partner of the program (its own code, or a new one). */
-export async function addPartnerLink(db: Database, programId: number, partnerId: number, affCode: string | undefined, by: AuditContext): Promise<{ aff_code: string; enabled: boolean }> {
-  try {
-    return await db.transaction(async (tx) => {
-      const junction = await tx.one<{ id: number }>(q.junction, [programId, partnerId]);
-      if (!junction) throw refused({ reason: 'partner_not_found' });
-      const link = (await tx.one<{ aff_code: string; enabled: boolean }>(q.link, [affCode ?? newAffCode(), programId, partnerId, junction.id]))!;
-      await recordAudit(tx, by, { action: 'link.created', programId, target: { type: 'link', id: link.aff_code }, before: null, after: { ...link, partner_id: partnerId } });
-      return link;
-    });
-  } catch (error) {
-    if (isUniqueViolation(error, 'referral_links_aff_code_key')) throw refused({ reason: 'aff_code_taken' });
-    throw error;
-  }
+  return rows.map((r) => ({ ...r, group_id: r.group_id === null ? null : Number(r.group_id), links: typeof r.links === 'string' ? JSON.parse(r.links) : r.links, total: Number(r.total) }));
 }

@@ -6,6 +6,8 @@ import type { CommissionType } from '../tracking/commissions.js';
 import { partnerProgramChanged } from '../../schemas/event-contract.js';
 import { refused } from '../errors.js';
 import { appendEvents } from '../outbox.js';
+import { appendRuleVersion, termsDiffer, type Terms } from './terms.js';
+import { setFraudRules, type FraudRules } from '../fraud/rules.js';
 
 export type LeadAuth = 'server_required' | 'browser_allowed';
 export type PaymentTrackingMode = 'processor_connect' | 's2s';
@@ -15,13 +17,24 @@ export interface ProgramSettings {
   domain: string;
   commission_type: CommissionType;
   commission_rate: number;
+  /** Months after a customer's first purchase that recurring commissions are paid; null (or absent): lifetime. */
+  recurring_months?: number | null;
   attribution_window_days: number;
   lead_auth: LeadAuth;
   paymentTrackingMode: PaymentTrackingMode;
   allowed_origins: string[];
+  /** ISO 4217: the currency of the converted totals (issue 30); absent on create: USD. */
+  reporting_currency?: string;
+  /** Issue 31: the fraud rules on or off; on create and update only the rules named change (all on by default). */
+  fraud_rules?: Partial<FraudRules>;
+  /** Issue 31: whether /apply/:programId and POST /api/v1/partners/apply take applications (default false). */
+  applications_open?: boolean;
 }
 
 export interface ProgramView extends ProgramSettings {
+  applications_open: boolean;
+  reporting_currency: string;
+  recurring_months: number | null;
   id: number;
   workspace_id: number;
   api_token_masked: string | null;
@@ -29,16 +42,16 @@ export interface ProgramView extends ProgramSettings {
   updated_at: Date;
 }
 
-const PROGRAM_VIEW = `p.id, p.workspace_id, p.name, p.domain, p.commission_type, p.commission_rate, p.attribution_window_days,
-  p.lead_auth, p.payment_tracking_mode AS "paymentTrackingMode", p.allowed_origins,
-  k.key_masked AS api_token_masked, p.created_at, p.updated_at`;
+const PROGRAM_VIEW = `p.id, p.workspace_id, p.name, p.domain, p.commission_type, p.commission_rate, p.recurring_months, p.attribution_window_days,
+  p.lead_auth, p.payment_tracking_mode AS "paymentTrackingMode", p.allowed_origins, p.reporting_currency,
+  k.key_masked AS api_token_masked, p.created_at, p.updated_at, p.fraud_rules, p.applications_open`;
 
 const q = {
   insert: sql(
     'programs.insert',
     `INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate, attribution_window_days,
-                           lead_auth, payment_tracking_mode, allowed_origins)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+                           lead_auth, payment_tracking_mode, allowed_origins, recurring_months)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
   ),
   // The program before a change, locked: the audit entry's before is the state the change replaced.
   lock: sql('programs.lock', `SELECT id FROM programs WHERE id = $1 FOR UPDATE`),
@@ -49,9 +62,12 @@ const q = {
        name = COALESCE($2, name), domain = COALESCE($3, domain), commission_type = COALESCE($4, commission_type),
        commission_rate = COALESCE($5, commission_rate), attribution_window_days = COALESCE($6, attribution_window_days),
        lead_auth = COALESCE($7, lead_auth), payment_tracking_mode = COALESCE($8, payment_tracking_mode),
-       allowed_origins = COALESCE($9, allowed_origins), updated_at = now()
+       allowed_origins = COALESCE($9, allowed_origins),
+       recurring_months = CASE WHEN $10::boolean THEN $11::integer ELSE recurring_months END,
+       reporting_currency = COALESCE($12, reporting_currency), updated_at = now()
      WHERE id = $1`,
   ),
+  applicationsOpen: sql('programs.applications_open', `UPDATE programs SET applications_open = $2 WHERE id = $1`),
   partner: sql('partners.insert', `INSERT INTO partners (name, email) VALUES ($1, $2) RETURNING id`),
   junction: sql(
     'partner_programs.insert',
@@ -90,24 +106,55 @@ export async function createProgram(db: Database, workspaceId: number, s: Progra
   return db.transaction(async (tx) => {
     const { id } = (await tx.one<{ id: number }>(q.insert, [
       workspaceId, s.name, s.domain, s.commission_type, s.commission_rate, s.attribution_window_days, s.lead_auth,
-      s.paymentTrackingMode, s.allowed_origins,
+      s.paymentTrackingMode, s.allowed_origins, s.recurring_months ?? null,
     ]))!;
     await issueProgramKey(tx, id);
+    if (s.fraud_rules) await setFraudRules(tx, id, s.fraud_rules);
+    // Version 1 of its terms, in effect from now (issue 30).
+    await appendRuleVersion(tx, { programId: id, groupId: null, terms: termsOf(s), effectiveFrom: undefined, by });
     const program = (await getProgram(tx, id))!;
     await recordAudit(tx, by, { action: 'program.created', programId: id, target: { type: 'program', id }, before: null, after: program });
     return program;
   });
 }
 
-/** Settings and commission terms alike; the audit entry holds the whole program before and after. */
-export async function updateProgram(db: Database, programId: number, s: Partial<ProgramSettings>, by: AuditContext): Promise<ProgramView> {
+const termsOf = (s: Pick<ProgramSettings, 'commission_type' | 'commission_rate' | 'recurring_months'>): Terms => ({
+  commission_type: s.commission_type,
+  commission_rate: Number(s.commission_rate),
+  recurring_months: s.recurring_months ?? null,
+});
+
+/**
+ * Settings and commission terms alike; the audit entry holds the whole program before and after.
+ * Terms that change append a rule version (issue 30) in effect from `termsEffectiveFrom` (now when
+ * undefined); the program's row shows the latest version's terms.
+ */
+export async function updateProgram(
+  db: Database,
+  programId: number,
+  s: Partial<ProgramSettings> & { termsEffectiveFrom?: Date | undefined },
+  by: AuditContext,
+): Promise<ProgramView> {
   return db.transaction(async (tx) => {
     await tx.many(q.lock, [programId]);
     const before = await getProgram(tx, programId);
+    if (before) {
+      const next = termsOf({
+        commission_type: s.commission_type ?? before.commission_type,
+        commission_rate: s.commission_rate ?? before.commission_rate,
+        recurring_months: s.recurring_months !== undefined ? s.recurring_months : before.recurring_months,
+      });
+      if (termsDiffer(termsOf(before), next)) {
+        await appendRuleVersion(tx, { programId, groupId: null, terms: next, effectiveFrom: s.termsEffectiveFrom, by });
+      }
+    }
     await tx.many(q.update, [
       programId, s.name ?? null, s.domain ?? null, s.commission_type ?? null, s.commission_rate ?? null,
       s.attribution_window_days ?? null, s.lead_auth ?? null, s.paymentTrackingMode ?? null, s.allowed_origins ?? null,
+      s.recurring_months !== undefined, s.recurring_months ?? null, s.reporting_currency ?? null,
     ]);
+    if (s.fraud_rules) await setFraudRules(tx, programId, s.fraud_rules);
+    if (s.applications_open !== undefined) await tx.many(q.applicationsOpen, [programId, s.applications_open]);
     const after = (await getProgram(tx, programId))!;
     await recordAudit(tx, by, { action: 'program.updated', programId, target: { type: 'program', id: programId }, before, after });
     return after;

@@ -9,7 +9,14 @@ export interface ClickInput {
   test: boolean;
   /** Origin of a browser call; checked against the program's allowed origins. */
   origin: string | undefined;
+  /** sub1..sub5 of the affiliate_url (null when absent), at most 100 characters each (ingest/tracking/schemas.ts). */
+  subs?: SubIds;
+  /** The client's address as the click's rate limit counts it (an IPv6 client as its /64); null when it is not an address. */
+  clientIp?: string | null;
 }
+
+/** A click's sub-ids, sub1 to sub5 in order. */
+export type SubIds = readonly [string | null, string | null, string | null, string | null, string | null];
 
 export interface RecordedClick {
   clickId: string;
@@ -36,27 +43,32 @@ interface ClickOutcomeRow {
 const recordClicksSql = sql(
   'clicks.record_batch',
   `WITH input AS (
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[])
-              WITH ORDINALITY AS i (aff_code, click_id, affiliate_url, origin, test, ord)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[],
+                          $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::inet[])
+              WITH ORDINALITY AS i (aff_code, click_id, affiliate_url, origin, test, sub1, sub2, sub3, sub4, sub5, client_ip, ord)
    ), link AS (
-     SELECT i.ord, i.click_id, i.affiliate_url, i.test, l.id AS link_id, l.enabled, l.program_id, l.partner_id,
+     SELECT i.ord, i.click_id, i.affiliate_url, i.test, i.sub1, i.sub2, i.sub3, i.sub4, i.sub5, i.client_ip,
+            l.id AS link_id, l.enabled, l.program_id, l.partner_id,
             l.partner_program_id, p.attribution_window_days,
             (i.origin IS NULL OR i.origin = ANY (p.allowed_origins)) AS origin_allowed
        FROM input i
        LEFT JOIN referral_links l ON l.aff_code = i.aff_code
        LEFT JOIN programs p ON p.id = l.program_id
    ), click AS (
-     INSERT INTO clicks (click_id, program_id, partner_id, partner_program_id, referral_link_id, affiliate_url, test)
-     SELECT click_id, program_id, partner_id, partner_program_id, link_id, affiliate_url, test
+     INSERT INTO clicks (click_id, program_id, partner_id, partner_program_id, referral_link_id, affiliate_url, test,
+                         sub1, sub2, sub3, sub4, sub5, client_ip)
+     SELECT click_id, program_id, partner_id, partner_program_id, link_id, affiliate_url, test,
+            sub1, sub2, sub3, sub4, sub5, client_ip
        FROM link
       WHERE enabled AND program_id IS NOT NULL AND partner_id IS NOT NULL AND attribution_window_days IS NOT NULL
         AND origin_allowed
-     RETURNING click_id, program_id, partner_id, referral_link_id, test, created_at
+     RETURNING click_id, program_id, partner_id, referral_link_id, test, created_at, sub1, sub2, sub3, sub4, sub5
    ), event AS (
      INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
      SELECT 'click.recorded', click_id, program_id, test, created_at,
             jsonb_build_object('click_id', click_id, 'program_id', program_id, 'partner_id', partner_id,
-                               'referral_link_id', referral_link_id, 'test', test, 'created_at', created_at)
+                               'referral_link_id', referral_link_id, 'test', test, 'created_at', created_at,
+                               'sub1', sub1, 'sub2', sub2, 'sub3', sub3, 'sub4', sub4, 'sub5', sub5)
        FROM click
    ), test_log AS (
      INSERT INTO tracking_logs (program_id, event_type, entity_id, created_at)
@@ -116,6 +128,12 @@ export function createClickWriter(db: Database, options: ClickWriterOptions = {}
         batch.map((c) => c.affiliateUrl),
         batch.map((c) => c.origin ?? null),
         batch.map((c) => c.test),
+        batch.map((c) => c.subs?.[0] ?? null),
+        batch.map((c) => c.subs?.[1] ?? null),
+        batch.map((c) => c.subs?.[2] ?? null),
+        batch.map((c) => c.subs?.[3] ?? null),
+        batch.map((c) => c.subs?.[4] ?? null),
+        batch.map((c) => c.clientIp ?? null),
       ]);
       return batch.map((c, i) => {
         try {
@@ -133,6 +151,6 @@ export function createClickWriter(db: Database, options: ClickWriterOptions = {}
   // load, and without it the service spent 40.0 and 40.7 µs of CPU per click against 44.5 and 43.8
   // (bench/click-cpu.ts with BENCH_COMPARE, medians of three alternating rounds, twice).
   return {
-    record: ({ affCode, affiliateUrl, test, origin }) => record({ affCode, affiliateUrl, test, origin, clickId: randomUUID() }),
+    record: ({ affCode, affiliateUrl, test, origin, subs, clientIp }) => record({ affCode, affiliateUrl, test, origin, subs, clientIp, clickId: randomUUID() }),
   };
 }

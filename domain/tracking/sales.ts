@@ -18,6 +18,8 @@ export interface SaleInput {
   saleType: string | undefined;
   subscriptionId: string | undefined;
   test: boolean;
+  /** additional_data.promo_code (issue 31): read by record_sale only when the customer has no attribution. */
+  promoCode?: string | undefined;
 }
 
 export interface SaleRow {
@@ -75,7 +77,9 @@ function testTransactionId(): string {
 }
 
 /** The sale as record_sale reads it; a test sale without a transaction_id gets one here, once. */
-const saleItem = (i: SaleInput) => ({
+const saleItem = (i: SaleInput) => (i.promoCode === undefined ? saleFields(i) : Object.assign(saleFields(i), { promo_codes: [i.promoCode] }));
+// promo_codes only when sent: record_sale looks promo codes up only for an item that has the key.
+const saleFields = (i: SaleInput) => ({
   program_id: i.programId,
   transaction_id: i.transactionId ?? testTransactionId(),
   amount_cents: i.amountCents ?? 0,

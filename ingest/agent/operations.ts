@@ -7,16 +7,18 @@ import type { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { clicksPage } from '../../queries/clicks.js';
-import { performance } from '../../queries/performance.js';
+import { performanceWithReporting } from '../../queries/reporting-totals.js';
+import { reportingOf } from '../../domain/fx/reporting.js';
 import type { AgentScope, AuthorizedProgram } from '../../domain/access/access.js';
 import type { AuditContext } from '../../domain/audit/audit.js';
 import { commissionReconciliation, commissionsPage, partnersPage, programCounts, programsOfWorkspace, salesPage, topPartners, type ListFilter } from '../../domain/agent/reads.js';
 import { createAgentPartner, runAgentTestEvent, setAgentLink, type AgentActor } from '../../domain/agent/writes.js';
 import { integrationFacts, integrationStatus } from '../../domain/programs/integration-status.js';
 import { getProgram, referralUrl } from '../../domain/programs/programs.js';
-import { PerformanceOk, PerformanceQuery, StatusOk } from '../dashboard/schemas.js';
+import { PerformanceQuery, PerformanceReportingOk, StatusOk } from '../dashboard/schemas.js';
 import { AUDIT_OPERATIONS } from './audit-operation.js';
 import { MONEY_OPERATIONS } from './money-operations.js';
+import { TERMS_OPERATIONS } from './terms-operation.js';
 import * as S from './schemas.js';
 
 /** What an operation runs with: the key's workspace and id, and the program the check allowed. */
@@ -83,8 +85,12 @@ function requireWarehouse(ctx: AgentContext): Warehouse {
 }
 
 /** The dashboard's own computation, so the agent's figures are the dashboard's for the same program and period. */
-const performanceOf = (ctx: AgentContext, query: z.output<typeof PerformanceQuery>) =>
-  performance(requireWarehouse(ctx), { programId: programIdOf(ctx), programCreatedAt: ctx.program!.createdAt, query, now: ctx.clock() });
+const performanceOf = async (ctx: AgentContext, query: z.output<typeof PerformanceQuery>) =>
+  performanceWithReporting(
+    requireWarehouse(ctx),
+    { programId: programIdOf(ctx), programCreatedAt: ctx.program!.createdAt, query, now: ctx.clock() },
+    await reportingOf(ctx.db, programIdOf(ctx)),
+  );
 
 export const OPERATIONS: readonly AgentOperation[] = [
   define({
@@ -140,7 +146,7 @@ export const OPERATIONS: readonly AgentOperation[] = [
     scope: 'reports:read',
     params: S.ProgramParams,
     query: PerformanceQuery,
-    response: PerformanceOk,
+    response: PerformanceReportingOk,
     annotations: READ,
     run: (ctx, { query }) => performanceOf(ctx, query),
   }),
@@ -162,6 +168,7 @@ export const OPERATIONS: readonly AgentOperation[] = [
           program: { id, name: program!.name, domain: program!.domain },
           period: figures.meta,
           totals: figures.metrics,
+          reporting: figures.reporting,
           partners: { approved: Number(counts.approved_partners) },
           links: { enabled: Number(counts.enabled_links), disabled: Number(counts.disabled_links) },
         },
@@ -350,4 +357,6 @@ export const OPERATIONS: readonly AgentOperation[] = [
   ...MONEY_OPERATIONS,
   // The audit log (issue 32).
   ...AUDIT_OPERATIONS,
+  // Commission rule versions (issue 30).
+  ...TERMS_OPERATIONS,
 ];

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { M } from '../http/messages.js';
 import { body, text } from '../http/schemas.js';
-import { PerformanceOk } from '../dashboard/schemas.js';
+import { PerformanceOk, ReportingTotals } from '../dashboard/schemas.js';
 import { listCursor, type ListCursor } from './cursor.js';
 
 export type { Cursor, ListCursor } from './cursor.js';
@@ -87,7 +87,7 @@ export const CommissionsQuery = listQuery(
   ['pending', 'held', 'approved', 'processing', 'paid', 'reversed'],
   'Only commissions in this state (as reads show it: pending past its hold end is approved); the range applies to their creation',
 );
-export const PartnersQuery = listQuery(PartnersCursor, ['pending', 'approved', 'rejected', 'removed'], 'Only partner-program records in this state');
+export const PartnersQuery = listQuery(PartnersCursor, ['pending', 'approved', 'rejected', 'banned', 'removed'], 'Only partner-program records in this state');
 export const ClicksQuery = listQuery(ClicksCursor, ['real', 'test'], 'real or test clicks only');
 
 export const RangeQuery = z.strictObject(timeRange, unknownQuery).superRefine(rangeInOrder);
@@ -145,10 +145,14 @@ export const AgentProgram = z.object({
   domain: z.string(),
   commission_type: z.string(),
   commission_rate: z.number(),
+  recurring_months: z.number().int().nullable().describe('Months after the first purchase that recurring commissions are paid; null: lifetime (issue 30)'),
   attribution_window_days: z.number().int(),
   lead_auth: z.string(),
   paymentTrackingMode: z.string(),
   allowed_origins: z.array(z.string()),
+  reporting_currency: z.string().describe('ISO 4217: the currency of the converted totals (issue 30)'),
+  applications_open: z.boolean().describe('Whether the public application form takes applications (issue 31)'),
+  fraud_rules: z.record(z.string(), z.boolean()).describe('Each fraud rule on or off: self_referral, click_flood, fast_conversion, partner_ip (issue 31)'),
   api_token_masked: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -172,6 +176,7 @@ export const SalesOk = Page(
     test: z.boolean(),
     occurred_at: z.string(),
     created_at: z.string(),
+    commission_skipped_reason: z.string().nullable().describe("Why the sale earned no commission its terms would otherwise pay: 'recurring_limit_reached'"),
   }),
 );
 
@@ -188,6 +193,7 @@ export const CommissionsOk = Page(
     status: z.string(),
     created_at: z.string(),
     reversed_at: z.string().nullable(),
+    rule_version: z.number().int().nullable().describe('The commission rule version that computed it'),
   }),
 );
 
@@ -268,6 +274,7 @@ export const SummaryOk = z.object({
     program: z.object({ id: z.number().int(), name: z.string(), domain: z.string() }),
     period: PerformanceOk.shape.meta.describe('The range and previous range of the totals, as the performance endpoint reports them'),
     totals: PerformanceOk.shape.metrics.describe('The performance endpoint\'s totals and trends for the same range'),
+    reporting: ReportingTotals.describe('The totals in the program\'s reporting currency, with the rates used and what has no rate (issue 30)'),
     partners: z.object({ approved: z.number().int() }),
     links: z.object({ enabled: z.number().int(), disabled: z.number().int() }),
   }),

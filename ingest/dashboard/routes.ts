@@ -2,7 +2,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
-import { performance } from '../../queries/performance.js';
+import { performanceWithReporting } from '../../queries/reporting-totals.js';
+import { reportingOf } from '../../domain/fx/reporting.js';
 import { integrationFacts, integrationStatus } from '../../domain/programs/integration-status.js';
 import { webhookHealth } from '../../domain/webhooks/endpoints.js';
 import { createAuth } from '../http/auth.js';
@@ -10,7 +11,7 @@ import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { notFound } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { PlatformError, programIdParam } from '../http/schemas.js';
-import { DashboardStatusOk, PerformanceOk, PerformanceQuery } from './schemas.js';
+import { DashboardStatusOk, PerformanceQuery, PerformanceReportingOk } from './schemas.js';
 
 export interface DashboardDeps {
   /** Counts failed key and token lookups per client address (ingest/http/auth/failed-auth.ts). */
@@ -45,17 +46,17 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (fastify
         security,
         params: programIdParam,
         querystring: PerformanceQuery,
-        response: { 200: PerformanceOk, 400: PlatformError, 403: PlatformError, 500: PlatformError },
+        response: { 200: PerformanceReportingOk, 400: PlatformError, 403: PlatformError, 500: PlatformError },
       },
     },
     async (request) => {
       if (!warehouse) throw new Error('no warehouse is configured: performance figures cannot be read');
-      return performance(warehouse, {
-        programId: request.params.programId,
-        programCreatedAt: request.authorizedProgram!.createdAt,
-        query: request.query,
-        now: clock(),
-      });
+      const { programId } = request.params;
+      return performanceWithReporting(
+        warehouse,
+        { programId, programCreatedAt: request.authorizedProgram!.createdAt, query: request.query, now: clock() },
+        await reportingOf(db, programId),
+      );
     },
   );
 

@@ -44,6 +44,40 @@ const Trend = z.object({
   previous: z.number(),
 });
 
+/** Issue 30: totals in the program's reporting currency (queries/reporting-totals.ts); the portal's answer too. */
+export const ReportingTotals = z
+  .object({
+    reporting_currency: z.string().describe("The program's reporting_currency (ISO 4217)"),
+    from: z.string().describe('First UTC day (YYYY-MM-DD)'),
+    to: z.string().describe('Last UTC day (YYYY-MM-DD)'),
+    sales: z.number().int().describe('Paid sales converted'),
+    revenue_minor: z.number().int(),
+    revenue: z.number().describe('revenue_minor / 100, in the reporting currency'),
+    commissions: z.number().int().describe('Commissions (not reversed) converted'),
+    commission_minor: z.number().int(),
+    commission: z.number(),
+    unconverted: z
+      .array(
+        z.object({
+          currency: z.string(),
+          sales: z.number().int(),
+          revenue_minor: z.number().int(),
+          revenue: z.number(),
+          commissions: z.number().int(),
+          commission_minor: z.number().int(),
+          commission: z.number(),
+        }),
+      )
+      .describe('Amounts with no rate on or before their day, per currency: listed, never in the totals'),
+    fx: z.object({
+      reporting_currency: z.string(),
+      rates: z
+        .array(z.object({ currency: z.string(), day: z.string(), rate: z.number(), rate_date: z.string() }))
+        .describe('Each rate used: one unit of currency was rate units of the reporting currency for the figures of day; rate_date: the published rate (latest on or before day)'),
+    }),
+  })
+  .describe('Totals in the reporting currency, each day converted with the latest rate on or before it');
+
 export const PerformanceOk = z.object({
   data: z.array(
     z.object({
@@ -87,6 +121,9 @@ export const PerformanceOk = z.object({
       .describe('Revenue and commission of the range in other currencies, not converted and not in the totals'),
   }),
 });
+
+/** The dashboard's and the agent's performance answer: the contract's fields and, beside them, the totals in the reporting currency. */
+export const PerformanceReportingOk = PerformanceOk.extend({ reporting: ReportingTotals });
 
 /** statistics.payments of the status endpoint; also the answer of the processor-connection routes (with their webhookUrl). */
 export const PaymentsStatistics = z.object({

@@ -36,6 +36,7 @@ export const M = {
     isRecurring: 'is_recurring must be a boolean', // ours
     saleType: 'sale_type must be a string of 1 to 64 characters', // ours
     subscriptionId: 'subscription_id must be a string of 1 to 255 characters', // ours
+    promoCode: 'additional_data.promo_code must be a string of 1 to 64 characters', // ours (issue 31)
     currency: (value: string) => `currency ${value} is not supported`,
     customerNotFound: 'Customer not found. Provide customer_key or click_id.',
     otherProgram: 'No affiliate attribution found for this customer in this program',
@@ -137,7 +138,7 @@ export const M = {
     linkCode: 'affCode must be a referral link code of 1 to 64 characters', // ours
     enabled: 'enabled is required and must be a boolean', // ours
     // Issue 33: the console's program settings, partner list and allowed origins.
-    termsOwnerOnly: 'Only a workspace owner can change the commission terms (commission_type, commission_rate)', // ours
+    termsOwnerOnly: 'Only a workspace owner can change the commission terms (commission_type, commission_rate, recurring_months) and partner groups', // ours
     origin: 'origin must be an origin such as https://shop.example.com (scheme, host and port only)', // ours
     originLimit: 'A program allows at most 50 origins: remove one first', // ours
     originNotListed: "This origin is not among the program's allowed origins", // ours
@@ -145,7 +146,31 @@ export const M = {
     partnerLimit: 'limit must be an integer from 1 to 500', // ours
     partnerId: 'partnerId must be a positive integer', // ours
     partnerNotFound: 'Partner not found in this program', // ours
-    partnerStatus: 'status must be one of: pending, approved, rejected, removed', // ours
+    applicationsOpen: 'applications_open must be a boolean', // ours (issue 31)
+    partnerStatus: 'status must be one of: pending, approved, rejected, banned, removed', // ours
+    // Issue 30: the converted totals' currency.
+    reportingCurrency: 'reporting_currency must be an ISO 4217 currency code such as USD, EUR or VND', // ours
+  },
+  /** Issue 30 (ours): a workspace's exchange rates, POST /api/tracking/fx-rates. */
+  fx: {
+    ownerOnly: 'Only a workspace owner can load exchange rates', // ours
+    csv: 'csv is required: the rates file as text (Date,USD,JPY,... then one line per day)', // ours
+    refused: (first: string) => `The rates file was refused, nothing was stored: ${first}`, // ours
+  },
+  /** A partner's links and promo codes, and the sub-id report (issue 31, points 3 and 4, ours). */
+  links: {
+    linkId: 'linkId must be a positive integer', // ours
+    linkNotFound: 'Referral link not found for this partner', // ours
+    promoCodeId: 'promoCodeId must be a positive integer', // ours
+    code: 'code must be 2 to 64 letters, digits, dashes or underscores', // ours
+    promotionId: 'processor_promotion_id must be 1 to 255 letters, digits, dashes or underscores', // ours
+    codeTaken: (code: string) => `Promo code ${code} is already in use in this program (codes are unique ignoring case)`, // ours
+    promotionIdTaken: (id: string) => `processor_promotion_id ${id} already belongs to another promo code of this program`, // ours
+    promoCodeNotFound: 'Promo code not found for this partner', // ours
+    sub: 'sub must be an integer from 1 to 5', // ours
+    range: 'from and to must be dates (YYYY-MM-DD), from not after to, at most 366 days apart', // ours
+    partnerFilter: 'partner_id must be a positive integer', // ours
+    warehouse: 'The warehouse is not available: sub-id figures cannot be read', // ours
   },
   /** The console's sign-in (issue 33, ours): POST /api/tracking/session/sign-in and POST /api/tracking/session. */
   console: {
@@ -255,6 +280,12 @@ export const M = {
     limit: 'limit must be an integer from 1 to 100', // ours
   },
   /** Commissions, the ledger, payouts and statements (issue 34, ours): the money surface under /api/tracking/programs/:programId/. */
+  /** Fraud review (issue 31, point 5, ours): the program setting fraud_rules and GET .../reviews. */
+  fraud: {
+    rules: (names: readonly string[]) => `fraud_rules must be an object of booleans with the rules ${names.join(', ')}`, // ours
+    unknownRule: (name: string, names: readonly string[]) => `Unknown fraud rule: ${name}. Valid: ${names.join(', ')}`, // ours
+    ruleValue: (name: string) => `fraud_rules.${name} must be true or false`, // ours
+  },
   money: {
     ownerOnly: 'Only a workspace owner can move money: approve or reject commissions, adjust balances, change payout settings, create, pay or cancel payouts', // ours
     commissionNotFound: 'Commission not found in this program', // ours
@@ -291,6 +322,23 @@ export const M = {
     receiverType: 'receiver_type must be PERSON or INSTITUTION', // ours
     methodNote: 'note must be a string of 1 to 500 characters', // ours
     noMethod: 'This partner has no payout method yet', // ours
+  },
+  /** Commission rule versions, partner groups and the what-if simulation (issue 30, ours). */
+  terms: {
+    recurringMonths: 'recurring_months must be an integer from 1 to 120, or null for lifetime', // ours
+    recurringMonthsType: 'recurring_months applies only to recurring_percent and recurring_fixed commissions', // ours
+    effectiveFrom: 'effective_from must be an ISO 8601 date-time with an offset, such as 2026-12-01T00:00:00Z', // ours
+    inPast: 'effective_from must not be in the past: a version never changes commissions already computed', // ours
+    overlaps: (latest: string) => `effective_from must be later than the latest version's (${latest}): versions never overlap`, // ours
+    termsIncomplete: 'Group terms need commission_type and commission_rate together (recurring_months optional)', // ours
+    groupName: 'name is required and must be a string of 1 to 200 characters', // ours
+    groupId: 'groupId must be a positive integer', // ours
+    groupNotFound: 'Group not found in this program', // ours
+    groupNotEmpty: 'This group still has partners: move them to another group or out of it first', // ours
+    patchEmpty: 'Send name, terms or both', // ours
+    range: 'from and to are required ISO 8601 date-times with an offset, from before to, at most 400 days apart', // ours
+    terms: 'terms is required: commission_type, commission_rate and optionally recurring_months', // ours
+    warehouseUnavailable: 'The simulation needs the warehouse, which this service has not configured', // ours
   },
   agent: {
     malformed: 'Missing or malformed Authorization header. Expected: Bearer <agent_key>', // ours

@@ -33,6 +33,10 @@ const USUAL: RefusalAnswers = {
     }),
   aff_code_taken: () => new ApiError(409, M.management.affCodeTaken),
   origin_not_allowed: () => forbidden(M.origin.notAllowed),
+  partner_link_not_found: () => notFound(M.links.linkNotFound),
+  promo_code_taken: (r) => new ApiError(409, M.links.codeTaken(r.code), { details: { code: r.code } }),
+  promotion_id_taken: (r) => new ApiError(409, M.links.promotionIdTaken(r.promotionId), { details: { processor_promotion_id: r.promotionId } }),
+  promo_code_not_found: () => notFound(M.links.promoCodeNotFound),
   customer_not_found: () => badRequest(M.lead.customerNotFound),
   customer_other_program: () => badRequest(M.lead.otherProgram),
   status_locked: (r) => badRequest(M.lead.statusLocked(r.status)),
@@ -67,6 +71,10 @@ const USUAL: RefusalAnswers = {
   payout_state_conflict: (r) => new ApiError(409, M.money.payoutState(r.status), { details: { status: r.status } }),
   currency_without_balance: (r) => badRequest(M.money.currencyWithoutBalance(r.currency)),
   idempotency_key_reused: () => new ApiError(409, M.money.idempotencyKeyReused),
+  rule_version_in_past: () => badRequest(M.terms.inPast),
+  rule_version_overlaps: (r) => new ApiError(409, M.terms.overlaps(r.latest), { details: { latest_effective_from: r.latest } }),
+  group_not_found: () => notFound(M.terms.groupNotFound),
+  group_not_empty: () => new ApiError(409, M.terms.groupNotEmpty),
   chain_rate_limited: (r) =>
     new ApiError(429, M.cli.chainRateLimited, {
       envelope: 'typed',
@@ -149,6 +157,8 @@ export const SURFACES = {
       aff_code_taken: () => new ApiError(409, M.agent.affCodeTaken),
     },
   }),
+  /** The partner program (issue 31): applications, owners' decisions on partners, the portal and /api/partner/v1. */
+  partner: platform(M.management.failed),
   /** Pages, health and unknown routes. */
   other: platform(M.management.failed),
 } satisfies Record<string, SurfaceRules>;

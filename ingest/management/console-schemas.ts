@@ -130,6 +130,7 @@ export const PartnerListItem = z.object({
   name: z.string().nullable(),
   email: z.string().nullable(),
   status: z.enum(PARTNER_STATUSES),
+  group_id: z.number().int().nullable().describe('The partner group it is in (GET .../groups), null when none'),
   created_at: z.string(),
   links: z.array(z.object({ aff_code: z.string(), enabled: z.boolean(), referral_url: z.string() })),
   /** All-time totals from the warehouse as of meta.totals_as_of; null while computing or without a warehouse. */
@@ -155,4 +156,4 @@ export const PartnerParams = programIdParam.extend({ partnerId: positive(M.manag
 export const PartnerLinkRequest = body({
   aff_code: z.string({ error: M.management.affCode }).regex(/^[A-Za-z0-9_-]{3,64}$/, M.management.affCode).optional(),
 });
-export const PartnerLink = z.object({ aff_code: z.string(), enabled: z.boolean(), referral_url: z.string() });
+export const PartnerLink = z.object({ id: z.number().int(), aff_code: z.string(), enabled: z.boolean(), referral_url: z.string(), created_at: z.string() });

@@ -1,11 +1,13 @@
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
-import { addPartnerLink, ledgerBalances, listPartners } from '../../domain/programs/partner-list.js';
+import { createPartnerLink } from '../../domain/partners/links.js';
+import { ledgerBalances, listPartners } from '../../domain/programs/partner-list.js';
 import { createPartner, getProgram, referralUrl, setLinkEnabled } from '../../domain/programs/programs.js';
 import { createPartnerTotalsCache, noActivity, type PartnerTotals } from '../../queries/partners.js';
 import { auditContextOf } from '../http/audit.js';
 import type { Auth } from '../http/auth.js';
 import { programIdParam, type ZodApp } from '../http/schemas.js';
+import { linkView } from './partner-links.js';
 import { PartnerLink, PartnerLinkRequest, PartnerList, PartnerListQuery, PartnerParams } from './console-schemas.js';
 import { CreatePartnerRequest, LinkRequest, LinkParams, LinkState, PartnerCreated, data, managementErrors } from './schemas.js';
 
@@ -49,6 +51,7 @@ export function partnerRoutes(app: ZodApp, { db, auth, warehouse }: { db: Databa
             name: r.name,
             email: r.email,
             status: r.status,
+            group_id: r.group_id,
             created_at: r.created_at.toISOString(),
             links: r.links.map((l) => ({ ...l, referral_url: referralUrl(program!.domain, l.aff_code) })),
             clicks: t?.clicks ?? null,
@@ -77,9 +80,7 @@ export function partnerRoutes(app: ZodApp, { db, auth, warehouse }: { db: Databa
     },
     async (request) => {
       const { programId, partnerId } = request.params;
-      const program = (await getProgram(db, programId))!;
-      const link = await addPartnerLink(db, programId, partnerId, request.body.aff_code, auditContextOf(request));
-      return { data: { ...link, referral_url: referralUrl(program.domain, link.aff_code) } };
+      return { data: linkView(await createPartnerLink(db, programId, partnerId, request.body.aff_code, auditContextOf(request))) };
     },
   );
 

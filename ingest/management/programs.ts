@@ -7,7 +7,7 @@ import type { Auth } from '../http/auth.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { programIdParam, type ZodApp } from '../http/schemas.js';
-import { ApiKeyIssued, CreateProgramRequest, Program, ProgramListItem, UpdateProgramRequest, checkCommissionRate, data, managementErrors, programView } from './schemas.js';
+import { ApiKeyIssued, CreateProgramRequest, Program, ProgramListItem, UpdateProgramRequest, checkCommissionRate, checkRecurringMonths, data, managementErrors, programView } from './schemas.js';
 import { sessionUserOf } from './session.js';
 
 /** What a dashboard shows to pick a program: every program of every workspace the user belongs to. */
@@ -41,16 +41,21 @@ export function programRoutes(app: ZodApp, { db, auth }: { db: Database; auth: A
         workspaceId = memberships[0]!.workspaceId;
       }
       await auth.checkWorkspace(request, 'management', 'program:write', workspaceId);
+      // A rule turned off from the start is an owner's choice, as a change is (issue 31).
+      if (b.fraud_rules && Object.values(b.fraud_rules).includes(false)) await auth.checkWorkspace(request, 'management', 'money:write', workspaceId);
       checkCommissionRate(b.commission_type, b.commission_rate);
+      checkRecurringMonths(b.commission_type, b.recurring_months);
       const program = await createProgram(db, workspaceId, {
         name: b.name,
         domain: b.domain,
         commission_type: b.commission_type,
         commission_rate: b.commission_rate,
+        recurring_months: b.recurring_months ?? null,
         attribution_window_days: b.attribution_window_days ?? 60,
         lead_auth: b.lead_auth ?? 'server_required',
         paymentTrackingMode: b.paymentTrackingMode ?? 'processor_connect',
         allowed_origins: b.allowed_origins ?? [],
+        fraud_rules: b.fraud_rules,
       }, auditContextOf(request));
       return { data: programView(program) };
     },
@@ -80,12 +85,27 @@ export function programRoutes(app: ZodApp, { db, auth }: { db: Database; auth: A
       const { programId } = request.params;
       const current = (await getProgram(db, programId))!;
       // The commission terms are owners' (issue 33): a member may change every other setting.
-      const { commission_type: type, commission_rate: rate } = request.body;
-      if ((type !== undefined && type !== current.commission_type) || (rate !== undefined && rate !== Number(current.commission_rate))) {
+      const { commission_type: type, commission_rate: rate, effective_from: termsEffectiveFrom, ...settings } = request.body;
+      // A one-off type has no recurring limit: changing to one clears it (issue 30).
+      const nextType = type ?? current.commission_type;
+      const months = settings.recurring_months !== undefined ? settings.recurring_months : nextType === 'recurring_percent' || nextType === 'recurring_fixed' ? undefined : null;
+      if (
+        (type !== undefined && type !== current.commission_type) ||
+        (rate !== undefined && rate !== Number(current.commission_rate)) ||
+        (months !== undefined && months !== current.recurring_months) ||
+        termsEffectiveFrom !== undefined
+      ) {
         await auth.checkProgram(request, 'management', 'terms:write', programId);
       }
-      checkCommissionRate(type ?? current.commission_type, rate ?? current.commission_rate);
-      return { data: programView(await updateProgram(db, programId, request.body, auditContextOf(request))) };
+      // The fraud rules decide which commissions wait for an owner's review: owners' (issue 31).
+      const rules = settings.fraud_rules;
+      if (rules && Object.entries(rules).some(([name, on]) => current.fraud_rules?.[name as keyof typeof rules] !== on)) {
+        await auth.checkProgram(request, 'management', 'money:write', programId);
+      }
+      checkCommissionRate(nextType, rate ?? current.commission_rate);
+      checkRecurringMonths(nextType, settings.recurring_months);
+      const change = { ...settings, commission_type: type, commission_rate: rate, recurring_months: months, termsEffectiveFrom };
+      return { data: programView(await updateProgram(db, programId, change, auditContextOf(request))) };
     },
   );
 

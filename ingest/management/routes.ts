@@ -6,7 +6,9 @@ import type { CliIdentity } from '../cli/context.js';
 import { createAuth } from '../http/auth.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { rateLimitHook, type RateLimitStore } from '../http/rate-limit.js';
+import { fxRateRoutes } from './fx-rates.js';
 import { originRoutes } from './origins.js';
+import { partnerLinkRoutes } from './partner-links.js';
 import { partnerRoutes } from './partners.js';
 import { programRoutes } from './programs.js';
 import { sessionRoutes } from './session.js';
@@ -49,4 +51,6 @@ export const managementRoutes: FastifyPluginAsync<ManagementDeps> = async (fasti
   signInRoutes(app, { ...context, identity: deps.identity, limit });
   teamRoutes(app, { ...context, publicBaseUrl: deps.publicBaseUrl });
   partnerRoutes(app, { ...context, warehouse: deps.warehouse });
+  partnerLinkRoutes(app, { ...context, warehouse: deps.warehouse, clock: deps.clock });
+  fxRateRoutes(app, { ...context, clock: deps.clock });
 };

@@ -4,9 +4,11 @@ import type { Database } from '../../core/db.js';
 import { createAuth } from '../http/auth.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import { commissionRoutes } from './commissions.js';
+import { commissionListRoutes } from './commission-list.js';
 import type { MoneyContext } from './context.js';
 import { partnerMoneyRoutes } from './partners.js';
 import { payoutRoutes } from './payouts.js';
+import { reviewRoutes } from './reviews.js';
 import { statementRoutes } from './statements.js';
 
 export interface MoneyDeps {
@@ -19,7 +21,8 @@ export interface MoneyDeps {
 /**
  * The money surface under /api/tracking/programs/:programId/ (issue 34): commissions
  * (commissions.ts), a partner's ledger, balance, adjustments and payout method (partners.ts),
- * payouts and exports (payouts.ts), statements and payout settings (statements.ts). A dashboard
+ * payouts and exports (payouts.ts), statements and payout settings (statements.ts), the fraud
+ * review queue (reviews.ts, issue 31). A dashboard
  * session; members read, owners move money (`money:write`), through the management family's
  * refusals (ingest/http/auth/requirements.ts).
  */
@@ -30,4 +33,6 @@ export const moneyRoutes: FastifyPluginAsync<MoneyDeps> = async (fastify, { db, 
   partnerMoneyRoutes(app, context);
   payoutRoutes(app, context);
   statementRoutes(app, context);
+  reviewRoutes(app, context);
+  commissionListRoutes(app, context);
 };

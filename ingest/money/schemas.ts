@@ -119,6 +119,7 @@ export const Commission = z.object({
   reversed_at: time.nullable(),
   payout_id: z.string().nullable(),
   status_reason: z.string().nullable(),
+  rule_version: z.number().int().nullable().describe('The commission rule version that computed it (GET .../commission-rules)'),
 });
 
 export const LedgerEntry = z.object({
@@ -205,3 +206,27 @@ export const data = <T extends z.ZodType>(shape: T) => z.object({ data: shape })
 export const page = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), has_more: z.boolean(), next_cursor: z.string().nullable() });
 
 export const moneyErrors = { 400: PlatformError, 401: PlatformError, 403: PlatformError, 404: PlatformError, 409: PlatformError, 500: PlatformError };
+
+// Fraud review (issue 31, point 5): GET .../reviews, the program's held commissions.
+export const ReviewsCursor = listCursor('reviews', 'postgres', 'uuid');
+export const ReviewsQuery = z.strictObject(
+  {
+    partner_id: z.string({ error: $.partnerId }).regex(DIGITS, $.partnerId).transform(Number).optional().describe("Only this partner's held commissions"),
+    limit,
+    cursor: ReviewsCursor.schema,
+  },
+  unknownQuery,
+);
+
+export const Review = Commission.extend({
+  held_at: time.describe('When it was held'),
+  reasons: z
+    .array(
+      z
+        .object({ reason: z.string().describe('self_referral, click_flood, fast_conversion, partner_ip, or the cause given (partner_banned)') })
+        .catchall(z.unknown())
+        .describe('The evidence beside it: email and email_of (self_referral), client_ip, clicks and link_id (click_flood), seconds (fast_conversion), client_ip and sign_in_address (partner_ip), click_id'),
+    )
+    .describe('What held it'),
+  sale: z.object({ transaction_id: z.string(), amount_minor: z.number().int(), currency: z.string(), occurred_at: time }),
+});

@@ -4,7 +4,9 @@
  * (endpoint.ts: the embedded database is one process's, so while the service runs the script asks
  * it). Each answers the lines to print, or throws an Error whose message is for the operator.
  */
+import { readFile } from 'node:fs/promises';
 import type { Database } from '../../core/db.js';
+import { importFxRates, OPERATOR_RATES, summaryLine } from '../../domain/fx/rates.js';
 import { issueAgentKey, listAgentKeys, parseScopes, revokeAgentKey } from '../../domain/access/agent-keys.js';
 import { markKeyForRotation } from '../../domain/programs/api-keys.js';
 import { releaseProcessorAccount } from '../../domain/payments/account-owners.js';
@@ -20,7 +22,28 @@ export const usage = `usage:
   npm run ops -- revoke-sessions <email>
   npm run ops -- suspend-user <email>
   npm run ops -- reinstate-user <email>
-  npm run ops -- release-processor-account <acct_...>`;
+  npm run ops -- release-processor-account <acct_...>
+  npm run ops -- import-fx-rates <file.csv>          (--help: the file's format)`;
+
+/** import-fx-rates --help: the format (docs/decisions/currencies.md, "The rates file"). */
+export const FX_RATES_HELP = `usage: npm run ops -- import-fx-rates <file.csv>
+
+Loads daily exchange rates for every workspace, in the layout of the ECB's published history
+(https://www.ecb.europa.eu/stats/eurofxref/eurofxref-hist.zip, eurofxref-hist.csv):
+
+  Date,USD,JPY,VND,
+  2026-11-26,1.0512,163.27,27395.5,
+  2026-11-25,1.0498,N/A,27380,
+
+- line 1: Date, then one current ISO 4217 currency code per column (any, not only the ECB's;
+  not EUR, the base); a trailing comma is allowed;
+- then one line per day (YYYY-MM-DD, UTC, not after today): how many units of each currency buy
+  one euro that day, a decimal above 0 with up to 10 decimals; N/A or empty: no rate that day.
+
+A sale's amount is converted with the latest rate on or before its day (UTC); the cross rate of
+two currencies is the ratio of their euro rates. A stored rate is fixed: the same value again is
+left as it is (importing a file again changes nothing); a different one refuses the file. The file
+is stored whole or not at all: every problem is printed with its line, and nothing is written.`;
 
 const positiveId = (value: string | undefined): number => {
   const id = Number(value);
@@ -103,6 +126,25 @@ const COMMANDS: Record<string, Command> = {
   },
 
   // A dispute over who holds a processor account, settled by the operator (see releaseProcessorAccount).
+  // Issue 30: the operator's daily rates, for every workspace (docs/decisions/currencies.md).
+  'import-fx-rates': async (db, [file], out) => {
+    if (!file || file === '--help' || file === '-h') {
+      out.push(FX_RATES_HELP);
+      return;
+    }
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      throw new Error(`${file}: ${(error as Error).message}`);
+    }
+    const outcome = await importFxRates(db, OPERATOR_RATES, text, new Date().toISOString().slice(0, 10));
+    if (!outcome.ok) {
+      throw new Error([`${file}: refused, nothing stored`, ...outcome.problems.map((p) => `${file}:${p.line}: ${p.message}`)].join('\n'));
+    }
+    out.push(`${file}: ${summaryLine(outcome.summary)}`);
+  },
+
   'release-processor-account': async (db, [accountId], out) => {
     if (!accountId) throw new Error(usage);
     const released = await releaseProcessorAccount(db, accountId);

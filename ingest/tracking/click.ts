@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js';
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
@@ -17,6 +18,16 @@ const serializeClickOk = (body: z.infer<typeof ClickResponse>) =>
   `{"success":true,"click_id":${JSON.stringify(body.click_id)},"cookie_window_days":${body.cookie_window_days}}`;
 function clickSerializers<S>(route: FastifyRouteSchemaDef<S>) {
   return route.httpStatus === '200' ? serializeClickOk : serializerCompiler(route as FastifyRouteSchemaDef<z.ZodType>);
+}
+
+/**
+ * The address stored with the click (clicks.client_ip, read by the fraud rules): the one its rate
+ * limit counts, an IPv4 address or an IPv6 /64. Anything else (never from a socket) is not stored,
+ * so an odd value can never fail the click's batch.
+ */
+export function storedAddress(address: string): string | null {
+  const slash = address.indexOf('/');
+  return isIP(slash < 0 ? address : address.slice(0, slash)) === 0 ? null : address;
 }
 
 /** POST /click: from the tracker script (no key) or a brand's server (a key). */
@@ -42,6 +53,8 @@ export function clickRoute(app: ZodApp, deps: TrackingRouteDeps) {
         affiliateUrl: affiliate_url.url,
         test: additional_data?.test_mode ?? false,
         origin: request.programKey ? undefined : request.headers.origin,
+        subs: affiliate_url.subs,
+        clientIp: storedAddress(request.clientAddress),
       });
       allowBrowser(request, reply);
       return { success: true as const, click_id: click.clickId, cookie_window_days: click.cookieWindowDays };

@@ -69,6 +69,7 @@ export function saleRoute(app: ZodApp, deps: TrackingRouteDeps) {
         saleType: b.sale_type,
         subscriptionId: b.subscription_id,
         test,
+        promoCode: b.additional_data?.promo_code,
       });
       // Stored, yet refused: the sale stays and the answer is the refusal.
       if (outcome.refusal) throw refusalAnswer('sale', outcome.refusal);

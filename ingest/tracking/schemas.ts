@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SUB_ID_MAX } from '../../domain/partners/links.js';
 import { CURRENCIES, PROVIDERS, type Currency } from '../../domain/payments/providers.js';
 import { M } from '../http/messages.js';
 import { PlatformError, TypedError, additionalData, body, echo, flag, storable, text } from '../http/schemas.js';
@@ -46,6 +47,21 @@ const warnings = z.array(RotationWarning).optional().describe('Present while the
 
 const customerRef = (name: string) => text(255, M.body.identifier(name)).optional();
 
+/**
+ * sub1..sub5 of a click's URL, decoded; absent, empty or unstorable ones are null. One longer than
+ * SUB_ID_MAX is cut to 100 characters (docs/decisions/links-and-promo-codes.md: the tracking contract records the
+ * click of any URL with an aff, so a sub-id never refuses it), without splitting a surrogate pair.
+ */
+export function subIdsOf(params: URLSearchParams): readonly [string | null, string | null, string | null, string | null, string | null] {
+  const one = (name: string) => {
+    let v = params.get(name);
+    if (v === null || v === '') return null;
+    if (v.length > SUB_ID_MAX) v = v.slice(0, /[\uD800-\uDBFF]/.test(v[SUB_ID_MAX - 1]!) ? SUB_ID_MAX - 1 : SUB_ID_MAX);
+    return storable(v) ? v : null;
+  };
+  return [one('sub1'), one('sub2'), one('sub3'), one('sub4'), one('sub5')];
+}
+
 export const ClickRequest = body({
   affiliate_url: z
     .string({ error: (issue) => (issue.input === undefined ? M.click.urlRequired : M.click.urlInvalid) })
@@ -77,7 +93,7 @@ export const ClickRequest = body({
         ctx.addIssue({ code: 'custom', message: M.click.linkNotFound });
         return z.NEVER;
       }
-      return { url: value, aff };
+      return { url: value, aff, subs: subIdsOf(url.searchParams) };
     })
     .describe('Absolute http(s) URL of the landing page, carrying the aff query parameter'),
   additional_data: additionalData,
@@ -102,6 +118,14 @@ export const LeadData = z.object({
   provisional: z.literal(true).optional(),
 });
 export const LeadResponse = z.object({ data: LeadData, warnings });
+
+/**
+ * The sale's additional_data: the tracking contract's fields and, issue 31, `promo_code`: a
+ * partner's promo code (any letter case) that attributes a customer with no attribution yet.
+ */
+const saleAdditionalData = z
+  .object({ ...additionalData.unwrap().shape, promo_code: text(64, M.sale.promoCode).optional() }, { error: M.body.additionalData })
+  .optional();
 
 export const SaleRequest = body({
   transaction_id: text(255, M.sale.transactionId).optional().describe('Idempotency key; optional in test mode only'),
@@ -139,7 +163,7 @@ export const SaleRequest = body({
   is_recurring: flag(M.sale.isRecurring).optional(),
   sale_type: text(64, M.sale.saleType).optional(),
   subscription_id: text(255, M.sale.subscriptionId).optional(),
-  additional_data: additionalData,
+  additional_data: saleAdditionalData,
 });
 
 export const SaleData = z.object({

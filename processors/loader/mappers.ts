@@ -46,6 +46,40 @@ function envelope(event: DecodedEvent, payload: Row): Envelope {
 /** An event table's row: the envelope's columns, then the event's own. */
 const eventRow = (e: Envelope, ...columns: Row[]): Row => Object.assign({ event_id: e.event_id, program_id: e.program_id, occurred_at: e.occurred_at, test: e.test }, ...columns);
 
+const FX_DAY = /^\d{4}-\d{2}-\d{2}$/;
+const FX_RATE = /^\d{1,14}(\.\d{1,10})?$/;
+const fxRate = (p: Received<'fx_rate.recorded'>) => {
+  const day = str(p, 'day');
+  const perEur = str(p, 'per_eur');
+  if (!FX_DAY.test(day)) fail('day', 'YYYY-MM-DD', day);
+  if (!FX_RATE.test(perEur)) fail('per_eur', 'a decimal of up to 14 digits and 10 decimals', perEur);
+  return { workspace_id: int(p, 'workspace_id'), currency: str(p, 'currency'), day, per_eur: perEur, created_at: time(p, 'created_at') };
+};
+
+/** commission.held's reasons as an Array(String) cell: rule or cause names, so nothing in them needs quoting. */
+const REASON = /^[a-z0-9_]{1,64}$/;
+const reasonList = (v: unknown): string => {
+  if (!Array.isArray(v)) return fail('reasons', 'an array', v);
+  return `[${v.map((r, i) => (typeof r === 'string' && REASON.test(r) ? `'${r}'` : fail(`reasons[${i}]`, 'a rule name', r))).join(',')}]`;
+};
+
+/** A ledger entry's warehouse row: a ledger_entry.recorded's payload, or the one a commission.reversed carries. */
+const ledgerEntry = (p: Received<'ledger_entry.recorded'>) => ({
+  entry_id: int(p, 'entry_id'),
+  partner_id: int(p, 'partner_id'),
+  kind: str(p, 'kind'),
+  amount_minor: int(p, 'amount_minor'),
+  currency: str(p, 'currency'),
+  commission_id: uuidOrNull(p, 'commission_id'),
+  sale_id: uuidOrNull(p, 'sale_id'),
+  payout_id: uuidOrNull(p, 'payout_id'),
+  cause: str(p, 'cause'),
+  rule_version: intOrNull(p, 'rule_version'),
+  reason: strOrNull(p, 'reason'),
+  created_at: time(p, 'created_at'),
+  available_at: time(p, 'available_at'),
+});
+
 /** An event's rows, each with its table. */
 export type Mapped = Array<[table: string, row: Row]>;
 
@@ -103,6 +137,12 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
         partner_id: intOrNull(p, 'partner_id'),
         referral_link_id: int(p, 'referral_link_id'),
         created_at: time(p, 'created_at'),
+        // v1 events (no sub-ids) decode with the reader schema's defaults: null.
+        sub1: strOrNull(p, 'sub1'),
+        sub2: strOrNull(p, 'sub2'),
+        sub3: strOrNull(p, 'sub3'),
+        sub4: strOrNull(p, 'sub4'),
+        sub5: strOrNull(p, 'sub5'),
       }),
     ],
     fact({ program_id: e.program_id, hour: hourOf(e.occurred_at), metric: 'clicks', entity: e.event_id, counts: !e.test, version: 0 }),
@@ -161,6 +201,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
           recorded_status: status,
           changed_status: '',
           status_changed_at: null,
+          commission_cents: 0,
         }),
       ],
       fact({
@@ -205,6 +246,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
           recorded_status: '',
           changed_status: change.status,
           status_changed_at: change.changed_at,
+          commission_cents: 0,
         },
       ],
       fact({ program_id: e.program_id, hour: null, metric: 'sales', entity: change.sale_id, counts: change.status === 'paid' && !e.test, version: ENDED }),
@@ -241,6 +283,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
           recorded_status: '',
           changed_status: '',
           status_changed_at: null,
+          commission_cents: 0,
         },
       ],
       fact({
@@ -259,6 +302,27 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
     const c = commission(p);
     return [
       ['commission_created', eventRow(e, c)],
+      // The commission as first earned, on its sale's row (the what-if simulation's, issue 30).
+      [
+        'sales_current',
+        {
+          program_id: e.program_id,
+          sale_id: c.sale_id,
+          transaction_id: '',
+          customer_id: null,
+          partner_id: null,
+          amount_cents: 0,
+          refunded_cents: 0,
+          currency: '',
+          occurred_at: null,
+          is_recurring: false,
+          test: e.test,
+          recorded_status: '',
+          changed_status: '',
+          status_changed_at: null,
+          commission_cents: c.amount_cents,
+        },
+      ],
       ['commissions_current', Object.assign({ program_id: e.program_id }, c, { reversed_at: null, state_version: CREATED })],
       commissionFact(e, c, c.status !== 'reversed', CREATED),
     ];
@@ -277,10 +341,15 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
 
   'commission.reversed': (e, p) => {
     const c = commission(p);
+    // The reversal's ledger entry travels in this event (a row of the ledger's table under this event's id);
+    // versions before 3 carried none (their entry came as a ledger_entry.recorded).
+    const entry = p.ledger_entry ?? null;
+    if (entry !== null && typeof entry !== 'object') fail('ledger_entry', 'a ledger entry or null', entry);
     return [
       ['commission_reversed', eventRow(e, c)],
       ['commissions_current', Object.assign({ program_id: e.program_id }, c, { status: 'reversed', reversed_at: e.occurred_at, state_version: ENDED })],
       commissionFact(e, c, false, ENDED),
+      ...(entry === null ? [] : ([['ledger_entry_recorded', eventRow(e, ledgerEntry(entry as Received<'ledger_entry.recorded'>))]] as Mapped)),
     ];
   },
 
@@ -289,26 +358,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
   'platform_fee.adjusted': (e, p) => [['platform_fee_adjusted', eventRow(e, fee(p), { reversed_cents: int(p, 'reversed_cents') })]],
 
   // The ledger and payouts (issue 34): event tables only; the dashboard's figures do not read them.
-  'ledger_entry.recorded': (e, p) => [
-    [
-      'ledger_entry_recorded',
-      eventRow(e, {
-        entry_id: int(p, 'entry_id'),
-        partner_id: int(p, 'partner_id'),
-        kind: str(p, 'kind'),
-        amount_minor: int(p, 'amount_minor'),
-        currency: str(p, 'currency'),
-        commission_id: uuidOrNull(p, 'commission_id'),
-        sale_id: uuidOrNull(p, 'sale_id'),
-        payout_id: uuidOrNull(p, 'payout_id'),
-        cause: str(p, 'cause'),
-        rule_version: intOrNull(p, 'rule_version'),
-        reason: strOrNull(p, 'reason'),
-        created_at: time(p, 'created_at'),
-        available_at: time(p, 'available_at'),
-      }),
-    ],
-  ],
+  'ledger_entry.recorded': (e, p) => [['ledger_entry_recorded', eventRow(e, ledgerEntry(p))]],
   'commission.approved': (e, p) => [
     [
       'commission_approved',
@@ -324,9 +374,27 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
       }),
     ],
   ],
+  // Issue 31: a commission held for review; analytics.commissions reads it (0016_commission_held.sql).
+  'commission.held': (e, p) => [
+    [
+      'commission_held',
+      eventRow(e, {
+        commission_id: uuid(p, 'commission_id'),
+        sale_id: uuid(p, 'sale_id'),
+        partner_id: int(p, 'partner_id'),
+        amount_cents: int(p, 'amount_cents'),
+        currency: str(p, 'currency'),
+        held_at: time(p, 'held_at'),
+        reasons: reasonList(p.reasons),
+      }),
+    ],
+  ],
   'payout.created': (e, p) => [['payout_created', eventRow(e, payout(p))]],
   'payout.paid': (e, p) => [['payout_paid', eventRow(e, payout(p))]],
   'payout.canceled': (e, p) => [['payout_canceled', eventRow(e, payout(p))]],
+
+  // Issue 30: a stored exchange rate; the converted totals read it at query time (queries/reporting-totals.ts).
+  'fx_rate.recorded': (e, p) => [['fx_rate_recorded', eventRow(e, fxRate(p))]],
 
   'partner_program.changed': (e, p) => {
     const record = {
@@ -341,6 +409,15 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
       fact({ program_id: e.program_id, hour: hourOf(record.created_at), metric: 'partners', entity: String(record.partner_program_id), counts: true, version: 0 }),
     ];
   },
+
+  // Issue 31: when an application arrived and when it was approved (0012_partner_applications.sql);
+  // the record's state is partner_program.changed's. The applicant's name and email stay in Postgres.
+  'partner.applied': (e, p) => [
+    ['partner_applied', eventRow(e, { partner_program_id: int(p, 'partner_program_id'), partner_id: int(p, 'partner_id'), created_at: time(p, 'created_at') })],
+  ],
+  'partner.approved': (e, p) => [
+    ['partner_approved', eventRow(e, { partner_program_id: int(p, 'partner_program_id'), partner_id: int(p, 'partner_id'), approved_at: time(p, 'approved_at') })],
+  ],
 
   'test_event.logged': (e, p) => [
     [
@@ -376,9 +453,13 @@ export const EVENT_TABLES = [
   'test_event_logged',
   'ledger_entry_recorded',
   'commission_approved',
+  'commission_held',
   'payout_created',
   'payout_paid',
   'payout_canceled',
+  'fx_rate_recorded',
+  'partner_applied',
+  'partner_approved',
 ] as const;
 export const STATE_TABLES = ['customers_current', 'sales_current', 'commissions_current'] as const;
 

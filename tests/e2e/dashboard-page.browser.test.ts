@@ -47,6 +47,7 @@ interface Trend {
 interface Performance {
   data: DayRow[];
   metrics: Record<string, number> & Record<`${string}Trend`, Trend>;
+  reporting: { reporting_currency: string; revenue: number; commission: number; unconverted: unknown[] };
 }
 
 /** The metric cards of the page and the performance fields behind them. */
@@ -241,6 +242,11 @@ describe.runIf(browserTestsRun())('dashboard page in a real Chromium, on the rea
     expect(await page.textContent('[data-metric="revenue"] [data-value]')).toBe(money);
     expect(await page.textContent('[data-metric="clicks"] [data-value]')).toBe(String(sent.realClicks));
     expect(await page.textContent('[data-metric="clicks"] [data-trend]')).toMatch(/▲\s*Up\s*new vs 0/);
+    // Issue 30: the totals in the reporting currency (USD by default; every sale here is USD).
+    expect(api.reporting).toMatchObject({ reporting_currency: 'USD', revenue, unconverted: [] });
+    expect(Number(await page.getAttribute('[data-reporting="revenue"]', 'data-value'))).toBe(api.reporting.revenue);
+    expect(await page.textContent('[data-reporting="revenue"] [data-value]')).toBe(money);
+    expect(await page.textContent('[data-reporting="commission"] h2')).toContain('(USD)');
   });
 
   it('shows the integration checklist from the status endpoint, with what to do next for each pending step', async () => {

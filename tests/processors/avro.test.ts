@@ -22,8 +22,10 @@ import { createInProcessLog } from '../../processors/event-log/in-process-log.js
 import { createRelay } from '../../processors/relay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from '../support/app.js';
 import { everyMoneyEvent } from '../support/money.js';
+import { everyPartnerEvent } from '../support/partners.js';
 import { partlyRefundedProcessorSale } from '../support/processor.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { importFxRates, OPERATOR_RATES } from '../../domain/fx/rates.js';
 
 /** Every event type the tracking state emits; `satisfies` breaks the build when EventType grows. */
 const EVENT_TYPES = Object.keys({
@@ -45,6 +47,10 @@ const EVENT_TYPES = Object.keys({
   'payout.created': true,
   'payout.paid': true,
   'payout.canceled': true,
+  'fx_rate.recorded': true,
+  'commission.held': true,
+  'partner.applied': true,
+  'partner.approved': true,
 } satisfies Record<EventType, true>) as EventType[];
 
 type Json = Record<string, unknown>;
@@ -117,6 +123,11 @@ describe('Avro event contract: every outbox event of the real service round-trip
     await partlyRefundedProcessorSale(app, strict.programId, await click());
     // The ledger and payouts: an owner's approval, a payout canceled, then one paid.
     await everyMoneyEvent(app, t.db);
+    // Issue 30: the operator's daily rates (fx_rate.recorded, program 0).
+    const fx = await importFxRates(t.db, OPERATOR_RATES, 'Date,USD,VND,\n2026-11-26,1.0512,27395.5,\n', '2026-11-27');
+    if (!fx.ok) throw new Error(JSON.stringify(fx.problems));
+    // Issue 31: an application, an approval, a rejection and a ban (partner_program.changed v2's banned).
+    await everyPartnerEvent(app, strict);
 
     rows = await t.db.many(
       sql(

@@ -14,10 +14,10 @@ import { createLoadingLog } from '../../processors/loader/loading-log.js';
 import { createRelay } from '../../processors/relay.js';
 import { buildTestApp, unlimitedRateLimits, createTestProgram, freshIp, type TestProgram } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { sendTraffic, waitForSameFigures } from '../support/pipeline.js';
+import { OUTBOX_AS_LOADED, sendTraffic, waitForSameFigures } from '../support/pipeline.js';
 
 /** Events per type in the outbox, and the same read from the warehouse (duplicates folded by FINAL). */
-const outboxCounts = sql('t.embedded_outbox', `SELECT event_type, count(*) AS n FROM outbox GROUP BY event_type`);
+const outboxCounts = sql('t.embedded_outbox', `SELECT event_type, count(*) AS n FROM ${OUTBOX_AS_LOADED} e GROUP BY event_type`);
 const WAREHOUSE_TABLE: Record<string, string> = {
   'click.recorded': 'click_recorded',
   'customer.changed': 'customer_changed',

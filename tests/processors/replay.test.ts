@@ -22,6 +22,7 @@ import {
 } from '../../processors/replay.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { OUTBOX_AS_LOADED } from '../support/pipeline.js';
 
 const EVENT_TABLE: Record<string, string> = {
   'click.recorded': 'click_recorded',
@@ -44,7 +45,7 @@ const EVENT_TABLE: Record<string, string> = {
 /** What the warehouse must hold, from the outbox: rows per event table, and entities per current-state table. */
 const outboxFigures = sql(
   't.replay_outbox_figures',
-  `SELECT event_type AS name, count(*) AS n FROM outbox WHERE id <> ALL ($1::bigint[]) GROUP BY event_type
+  `SELECT event_type AS name, count(*) AS n FROM ${OUTBOX_AS_LOADED} e WHERE id <> ALL ($1::bigint[]) GROUP BY event_type
    UNION ALL
    SELECT 'customers_current', count(DISTINCT payload->>'customer_id') FROM outbox WHERE event_type = 'customer.changed' AND id <> ALL ($1::bigint[])
    UNION ALL

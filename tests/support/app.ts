@@ -5,6 +5,7 @@ import { createLogger } from '../../core/log.js';
 import { createSecretBox } from '../../core/secret-box.js';
 import { buildApp } from '../../ingest/app.js';
 import { addMember, createSession, createWorkspace } from '../../domain/access/workspaces.js';
+import { NO_FRAUD_RULES } from '../../domain/fraud/rules.js';
 import { memoryRateLimitStore, type RateLimitStore } from '../../ingest/http/rate-limit.js';
 
 export const FEE_BPS = 2_000;
@@ -92,7 +93,12 @@ export async function createTestProgram(
     method: 'POST',
     url: '/api/tracking/programs',
     headers: auth,
-    payload: { name: 'Test program', domain: 'shop.test.example', commission_type: 'percent', commission_rate: 10, ...settings },
+    // The fraud rules (issue 31) are off unless a test names them: a click and its sale a few
+    // milliseconds apart would otherwise hold every commission (fast_conversion).
+    payload: {
+      name: 'Test program', domain: 'shop.test.example', commission_type: 'percent', commission_rate: 10, ...settings,
+      fraud_rules: { ...NO_FRAUD_RULES, ...(settings.fraud_rules as object | undefined) },
+    },
   });
   if (created.statusCode !== 200) throw new Error(`program create failed: ${created.body}`);
   const programId = created.json().data.id as number;

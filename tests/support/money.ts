@@ -187,7 +187,8 @@ export async function wholeMonth(app: FastifyInstance, p: MoneyProgram) {
 /**
  * Every event type of the ledger and payouts, once at least (for the contract tests): a commission
  * approved by its owner (commission.approved), its ledger entries (ledger_entry.recorded), a payout
- * created and canceled, then created again and paid (payout.created, payout.canceled, payout.paid).
+ * created and canceled, then created again and paid (payout.created, payout.canceled, payout.paid),
+ * and a commission a fraud rule holds (commission.held, issue 31).
  */
 export async function everyMoneyEvent(app: FastifyInstance, db: Database) {
   const p = await moneyProgram(app, db, { holdDays: 30, minimum: 100 });
@@ -202,5 +203,7 @@ export async function everyMoneyEvent(app: FastifyInstance, db: Database) {
   await post(`${p.base}/payouts/${first.id}/cancel`);
   const [second] = (await post(`${p.base}/payouts`)).payouts;
   await post(`${p.base}/payouts/${second.id}/mark-paid`, { reference: 'BATCH-9' });
+  // Issue 31: a sale a few milliseconds after its click, under fast_conversion: commission.held.
+  await sale(app, await moneyProgram(app, db, { settings: { fraud_rules: { fast_conversion: true } } }), 10_000);
   return p;
 }

@@ -24,20 +24,20 @@ const DAY = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-
 
 const q = {
   program: sql('oracle.program', `SELECT ${DAY('created_at')} AS day FROM programs WHERE id = $1`),
-  clicks: sql('oracle.clicks', `SELECT ${DAY('created_at')} AS day, test FROM clicks WHERE program_id = $1`),
+  clicks: sql('oracle.clicks', `SELECT ${DAY('created_at')} AS day, test FROM clicks WHERE program_id = $1 AND ($2::bigint IS NULL OR partner_id = $2)`),
   customers: sql(
     'oracle.customers',
     `SELECT status, provisional, test, ${DAY('signup_date')} AS signup_day, ${DAY('first_purchase_date')} AS purchase_day
-       FROM customers WHERE program_id = $1`,
+       FROM customers WHERE program_id = $1 AND ($2::bigint IS NULL OR partner_id = $2)`,
   ),
   sales: sql(
     'oracle.sales',
-    `SELECT ${DAY('occurred_at')} AS day, status, test, currency, amount_cents, refunded_cents FROM sale_events WHERE program_id = $1`,
+    `SELECT ${DAY('occurred_at')} AS day, status, test, currency, amount_cents, refunded_cents FROM sale_events WHERE program_id = $1 AND ($2::bigint IS NULL OR partner_id = $2)`,
   ),
-  partnerPrograms: sql('oracle.partner_programs', `SELECT ${DAY('created_at')} AS day FROM partner_programs WHERE program_id = $1`),
+  partnerPrograms: sql('oracle.partner_programs', `SELECT ${DAY('created_at')} AS day FROM partner_programs WHERE program_id = $1 AND ($2::bigint IS NULL OR partner_id = $2)`),
   commissions: sql(
     'oracle.commissions',
-    `SELECT ${DAY('created_at')} AS day, status, currency, amount_cents FROM commissions WHERE program_id = $1`,
+    `SELECT ${DAY('created_at')} AS day, status, currency, amount_cents FROM commissions WHERE program_id = $1 AND ($2::bigint IS NULL OR partner_id = $2)`,
   ),
 };
 
@@ -49,27 +49,30 @@ interface Item {
   cents?: number;
 }
 
-/** Everything the dashboard counts, as the spec words it, from the current Postgres rows. */
-async function countedItems(db: Database, programId: number): Promise<Item[]> {
+/**
+ * Everything the dashboard counts, as the spec words it, from the current Postgres rows; with a
+ * partner, only what is that partner's (the partner portal's figures, issue 31).
+ */
+async function countedItems(db: Database, programId: number, partnerId: number | null): Promise<Item[]> {
   const items: Item[] = [];
-  for (const c of await db.many<{ day: string; test: boolean }>(q.clicks, [programId])) {
+  for (const c of await db.many<{ day: string; test: boolean }>(q.clicks, [programId, partnerId])) {
     if (!c.test) items.push({ kind: 'click', day: c.day }); // real clicks only
   }
   type Customer = { status: string; provisional: boolean; test: boolean; signup_day: string | null; purchase_day: string | null };
-  for (const c of await db.many<Customer>(q.customers, [programId])) {
+  for (const c of await db.many<Customer>(q.customers, [programId, partnerId])) {
     if (c.test) continue;
     // A provisional lead is not counted until it is settled.
     if (c.signup_day !== null && (c.status === 'lead' || c.status === 'conversion') && !c.provisional) items.push({ kind: 'lead', day: c.signup_day });
     if (c.purchase_day !== null && c.status === 'conversion') items.push({ kind: 'conversion', day: c.purchase_day });
   }
   type Sale = { day: string; status: string; test: boolean; currency: string; amount_cents: number; refunded_cents: number };
-  for (const s of await db.many<Sale>(q.sales, [programId])) {
+  for (const s of await db.many<Sale>(q.sales, [programId, partnerId])) {
     // A partly refunded sale still counts, for what was not refunded.
     if (s.status === 'paid' && !s.test) items.push({ kind: 'sale', day: s.day, currency: s.currency, cents: Number(s.amount_cents) - Number(s.refunded_cents) });
   }
-  for (const p of await db.many<{ day: string }>(q.partnerPrograms, [programId])) items.push({ kind: 'partner', day: p.day });
+  for (const p of await db.many<{ day: string }>(q.partnerPrograms, [programId, partnerId])) items.push({ kind: 'partner', day: p.day });
   type Commission = { day: string; status: string; currency: string; amount_cents: number };
-  for (const c of await db.many<Commission>(q.commissions, [programId])) {
+  for (const c of await db.many<Commission>(q.commissions, [programId, partnerId])) {
     if (c.status !== 'reversed') items.push({ kind: 'commission', day: c.day, currency: c.currency, cents: Number(c.amount_cents) });
   }
   return items;
@@ -120,8 +123,8 @@ function trendOf(current: number, previous: number, shown: number) {
   return { trend: percent, trendDirection, previous: shown };
 }
 
-export async function referencePerformance(db: Database, programId: number, query: DashboardQuery, now: number) {
-  const items = await countedItems(db, programId);
+export async function referencePerformance(db: Database, programId: number, query: DashboardQuery, now: number, partnerId: number | null = null) {
+  const items = await countedItems(db, programId, partnerId);
   const today = utcDate(now);
   let period: string;
   let from: string;
@@ -200,5 +203,52 @@ export async function referencePerformance(db: Database, programId: number, quer
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([currency, o]) => ({ currency, revenue: o.revenue / 100, commission: o.commission / 100 })),
     },
+    reporting: referenceReporting(items, from, to),
+  };
+}
+
+/**
+ * The answer's `reporting` (issue 30) as the oracle's programs have it: reporting currency USD and no
+ * exchange rate loaded, so USD amounts are the totals as they are and every other currency is listed
+ * unconverted (tests/queries/reporting-totals.test.ts covers conversions with rates).
+ */
+function referenceReporting(items: Item[], from: string, to: string) {
+  const byCurrency = new Map<string, { sales: number; revenue: number; commissions: number; commission: number }>();
+  for (const i of items) {
+    if (i.day < from || i.day > to || (i.kind !== 'sale' && i.kind !== 'commission')) continue;
+    const c = byCurrency.get(i.currency!) ?? { sales: 0, revenue: 0, commissions: 0, commission: 0 };
+    if (i.kind === 'sale') {
+      c.sales++;
+      c.revenue += i.cents!;
+    } else {
+      c.commissions++;
+      c.commission += i.cents!;
+    }
+    byCurrency.set(i.currency!, c);
+  }
+  const usd = byCurrency.get('USD') ?? { sales: 0, revenue: 0, commissions: 0, commission: 0 };
+  return {
+    reporting_currency: 'USD',
+    from,
+    to,
+    sales: usd.sales,
+    revenue_minor: usd.revenue,
+    revenue: usd.revenue / 100,
+    commissions: usd.commissions,
+    commission_minor: usd.commission,
+    commission: usd.commission / 100,
+    unconverted: [...byCurrency.entries()]
+      .filter(([currency]) => currency !== 'USD')
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([currency, c]) => ({
+        currency,
+        sales: c.sales,
+        revenue_minor: c.revenue,
+        revenue: c.revenue / 100,
+        commissions: c.commissions,
+        commission_minor: c.commission,
+        commission: c.commission / 100,
+      })),
+    fx: { reporting_currency: 'USD', rates: [] },
   };
 }

@@ -297,3 +297,68 @@ export async function runPerformanceOracle(o: OracleOptions): Promise<number> {
   }
   return compared;
 }
+
+/**
+ * The partner portal's oracle (issue 31): after the same random histories, every partner of each
+ * program signs into the portal, and GET /api/partner/v1/programs/:programId/performance equals the
+ * Postgres reference kept to that partner's records (referencePerformance with a partner), for the
+ * presets and random ranges at several clocks; and the partners' clicks add up to the program's
+ * dashboard. Returns how many responses were compared.
+ */
+export async function runPortalOracle(o: OracleOptions): Promise<number> {
+  const rng = seededRandom(o.seed);
+  const histories: History[] = [];
+  for (let h = 0; h < o.histories; h++) histories.push(await driveHistory(o, rng, `${o.seed}-portal-${h}`));
+  const partnersOf = sql('oracle.portal_partners', `SELECT partner_id FROM partner_programs WHERE program_id = $1 AND status = 'approved' ORDER BY partner_id`);
+  const sessions = new Map<number, { partnerId: number; cookie: string }[]>();
+  for (const { program } of histories) {
+    const owner = { authorization: `Bearer ${program.workspace.ownerToken}` };
+    const list: { partnerId: number; cookie: string }[] = [];
+    for (const { partner_id: partnerId } of await o.db.many<{ partner_id: number }>(partnersOf, [program.programId])) {
+      const link = await o.app.inject({ method: 'POST', url: `/api/tracking/programs/${program.programId}/partners/${partnerId}/portal-link`, headers: owner });
+      expect(link.statusCode, link.body).toBe(200);
+      const signIn = await o.app.inject({ method: 'GET', url: new URL(link.json().data.url as string).pathname + new URL(link.json().data.url as string).search });
+      expect(signIn.statusCode, signIn.body).toBe(303);
+      const cookie = /svc_portal=[^;]*/.exec(String(signIn.headers['set-cookie']))![0];
+      list.push({ partnerId: Number(partnerId), cookie });
+    }
+    sessions.set(program.programId, list);
+  }
+  let compared = 0;
+  const realNow = Date.now();
+  const clocks = [realNow, realNow + rng.int(1, 12) * DAY_MS + rng.int(0, DAY_MS), realNow + rng.int(25, 120) * DAY_MS];
+  try {
+    for (const now of clocks) {
+      o.setNow(now);
+      const today = Math.floor(now / DAY_MS);
+      for (const history of histories) {
+        const { programId, workspace } = history.program;
+        const queries: DashboardQuery[] = [{}, { period: '7d' }, { period: '30d' }, { period: '90d' }, { period: 'all' }];
+        for (let i = 0; i < 3; i++) queries.push(randomRange(rng, today));
+        for (const query of queries) {
+          let clicks = 0;
+          for (const { partnerId, cookie } of sessions.get(programId)!) {
+            const res = await o.app.inject({ method: 'GET', url: `/api/partner/v1/programs/${programId}/performance?${queryString(query)}`, headers: { cookie } });
+            const context = `seed ${o.seed}, program ${programId}, partner ${partnerId}, now ${new Date(now).toISOString()}, query ${JSON.stringify(query)}\nhistory: ${history.steps.join(', ')}`;
+            expect(res.statusCode, `${context}\n${res.body}`).toBe(200);
+            const { data, metrics, meta, reporting } = res.json() as Record<string, unknown>;
+            expect({ data, metrics, meta, reporting }, context).toEqual(await referencePerformance(o.db, programId, query, now, partnerId));
+            clicks += (metrics as { totalClicks: number }).totalClicks;
+            compared++;
+          }
+          // "all" starts at each one's first activity, so only fixed ranges add up to the program's.
+          if (query.period === 'all') continue;
+          const dashboard = await o.app.inject({
+            method: 'GET',
+            url: `/api/tracking/performance/${programId}?${queryString(query)}`,
+            headers: { authorization: `Bearer ${workspace.memberToken}` },
+          });
+          expect(clicks, `program ${programId} ${JSON.stringify(query)}`).toBe(dashboard.json().metrics.totalClicks);
+        }
+      }
+    }
+  } finally {
+    o.setNow(undefined);
+  }
+  return compared;
+}

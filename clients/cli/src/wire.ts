@@ -72,13 +72,28 @@ export interface InitData {
     domain: string;
     commission_type: 'percent' | 'fixed' | 'recurring_percent' | 'recurring_fixed';
     commission_rate: number;
+    recurring_months: number | null;
     attribution_window_days: number;
     lead_auth: 'server_required' | 'browser_allowed';
     paymentTrackingMode: 'processor_connect' | 's2s';
     allowed_origins: string[];
+    /**
+     * ISO 4217: the currency of the converted totals (dashboard, agent, portal)
+     */
+    reporting_currency: string;
     api_token_masked: string | null;
     created_at: string;
     updated_at: string;
+    fraud_rules: {
+      self_referral: boolean;
+      click_flood: boolean;
+      fast_conversion: boolean;
+      partner_ip: boolean;
+    };
+    /**
+     * Whether /apply/:programId and POST /api/v1/partners/apply take applications (default false)
+     */
+    applications_open: boolean;
     advertiser_id: number;
   };
   next_steps: string[];

@@ -41,6 +41,7 @@ export interface SaleRequest {
   additional_data?: {
     test_mode?: boolean;
     program_id?: number;
+    promo_code?: string;
     [k: string]: unknown;
   };
 }

@@ -7,12 +7,17 @@
 //   overview.js     figures and checklist        performance.js cards, chart, daily table
 //   partners.js     the partner list             settings.js    settings, origins, key, new program
 //   money.js        payouts and statements       webhooks.js    endpoints and deliveries
+//   commissions.js  the commissions and the review queue
+//   partner-panel.js one partner's decisions, group, portal link, links and promo codes
+//   groups.js       partner groups               terms.js       versions of the terms
+//   applications.js the applications waiting
 //   audit.js        the audit log
 //   payments.js     the processor integration    team.js        members and invites
 //   chart.js        the SVG chart                table.js       tables and their CSV
 //   api.js, format.js, ui.js, state.js: the API, numbers and times, DOM helpers, what is shown now
 import { api } from './api.js';
 import { wireAudit } from './audit.js';
+import { wireCommissions } from './commissions.js';
 import { wireMoney } from './money.js';
 import { buildLegend, redrawChart } from './performance.js';
 import { wirePartners } from './partners.js';
@@ -79,6 +84,7 @@ window.addEventListener('hashchange', followHash);
 wirePayments(reload);
 wirePartners(reload);
 wireMoney(reload);
+wireCommissions(reload);
 wireWebhooks(reload);
 wireAudit();
 wireTeam(reload);

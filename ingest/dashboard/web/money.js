@@ -2,8 +2,8 @@
 // The money screen, on the ledger's API (issue 34): the program's payouts (owners create a run,
 // mark one paid with its reference, cancel one, download the file for a payout provider) and a
 // UTC month's statement with its digest. Two requests: GET .../payouts and .../statements/:period.
-// Balances per partner are on the partners screen; the commission review queue waits for a list
-// of commissions in the API.
+// Balances per partner are on the partners screen; the commissions and their review queue on the
+// commissions screen (commissions.js).
 import { api } from './api.js';
 import { formatCount, formatMoney, timeFormat } from './format.js';
 import { $, state } from './state.js';

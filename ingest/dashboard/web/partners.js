@@ -1,14 +1,18 @@
 /* global URLSearchParams, setTimeout */
-// The partners screen: the program's partners (searchable, with their state, links and all-time
-// clicks, paid sales and commission, and the ledger's balance), a form to add one, and
-// a button per partner to add a referral link. One request: GET .../partners.
+// The partners screen: the program's partners (searchable, with their state, group, links and all-time
+// clicks, paid sales and commission, and the ledger's balance), a form to add one, a "Manage" button
+// per partner (partner-panel.js: decisions, group, portal invite, links, promo codes), the
+// program's groups (groups.js) and, opened on demand, the applications waiting (applications.js).
+// Two requests: GET .../partners and GET .../groups.
 import { api } from './api.js';
 import { formatCount, formatMoney, timeFormat } from './format.js';
 import { $, state } from './state.js';
 import { renderTable } from './table.js';
+import { refreshApplications, wireApplications } from './applications.js';
+import { groupName, loadGroups, renderGroups } from './groups.js';
+import { STATE_WORDS, closePartner, openPartner, wirePartnerPanel } from './partner-panel.js';
 import { fields, h, say, submitting } from './ui.js';
 
-const STATE_WORDS = { approved: 'Approved', pending: 'Pending', rejected: 'Rejected', removed: 'Removed' };
 
 /** Money per currency, as "€12.00 · $3.50"; "–" when there is none. */
 const moneyList = (amounts) =>
@@ -25,9 +29,7 @@ function linkCell(p) {
 
 function actions(p) {
   if (p.partner_id === null) return '';
-  const button = h('button', { type: 'button', class: 'ghost small', 'data-add-link': p.partner_id, text: 'Add link' });
-  button.setAttribute('aria-label', `Add link for ${p.name ?? 'this partner'}`);
-  return button;
+  return h('button', { type: 'button', class: 'ghost small', 'data-manage': p.partner_id, 'aria-label': `Manage ${p.name ?? 'this partner'}`, text: 'Manage' });
 }
 
 const COLUMNS = [
@@ -38,6 +40,7 @@ const COLUMNS = [
   },
   { label: 'Email', text: null, csv: (p) => p.email ?? '' },
   { label: 'State', text: (p) => h('span', { class: `state state-${p.status}`, text: STATE_WORDS[p.status] ?? p.status }), csv: (p) => p.status },
+  { label: 'Group', text: (p) => groupName(p.group_id) ?? '–', csv: (p) => groupName(p.group_id) ?? '' },
   { label: 'Links', text: linkCell, csv: (p) => p.links.map((l) => l.referral_url).join(' ') },
   { label: 'Clicks', text: (p) => (p.clicks === null ? '–' : formatCount(p.clicks)), csv: (p) => p.clicks ?? '' },
   { label: 'Paid sales', text: (p) => (p.sales === null ? '–' : formatCount(p.sales)), csv: (p) => p.sales ?? '' },
@@ -60,10 +63,13 @@ export async function loadPartners(signal, current) {
   if ($('partner-status').value) query.set('status', $('partner-status').value);
   say('partners-alert');
   try {
-    const body = await api(`/api/tracking/programs/${state.programId}/partners?${query}`, signal);
+    const [body] = await Promise.all([api(`/api/tracking/programs/${state.programId}/partners?${query}`, signal), loadGroups(signal)]);
     if (!current()) return 'stale';
     last = body.data;
+    renderGroups();
     render(body.meta);
+    openPartner(last.find((p) => p.partner_id !== null && String(p.partner_id) === $('partner-panel').dataset.partnerId));
+    void refreshApplications();
     // The totals of a large program are computed in the background at first: ask again shortly.
     const programId = state.programId;
     if (body.meta.totals === 'computing') setTimeout(() => state.screen === 'partners' && state.programId === programId && reloadList(), 2_000);
@@ -72,6 +78,7 @@ export async function loadPartners(signal, current) {
     if (!current()) return 'stale';
     last = [];
     render(null);
+    closePartner();
     say('partners-alert', `Could not load the partners: ${error.message}`);
     return 'error';
   }
@@ -111,12 +118,19 @@ export function wirePartners(reload) {
     });
   });
   $('partners-table').addEventListener('click', (event) => {
-    const button = event.target.closest('button[data-add-link]');
+    const button = event.target.closest('button[data-manage]');
     if (!button) return;
-    button.disabled = true;
-    api(`/api/tracking/programs/${state.programId}/partners/${button.dataset.addLink}/links`, undefined, { method: 'POST', body: {} })
-      .then(() => reload())
-      .catch((error) => say('partners-alert', `Could not add the link: ${error.message}`))
-      .finally(() => (button.disabled = false));
+    openPartner(last.find((p) => String(p.partner_id) === button.dataset.manage), { focus: true });
   });
+  // An applicant not on this page of the list (a search or a state filter hides it) is searched for by email first.
+  wireApplications(async (partnerId) => {
+    const row = last.find((p) => String(p.partner_id) === partnerId);
+    if (row) return openPartner(row, { focus: true });
+    $('partner-query').value = $('applications-table').querySelector(`tr[data-partner-id="${partnerId}"] .who .muted`)?.textContent ?? '';
+    $('partner-status').value = '';
+    $('partner-panel').dataset.partnerId = partnerId;
+    await reload();
+    return openPartner(last.find((p) => String(p.partner_id) === partnerId), { focus: true });
+  });
+  wirePartnerPanel(reload);
 }

@@ -71,8 +71,45 @@ export function renderPerformance(body) {
         .map((o) => `${formatMoney(o.revenue, { currency: o.currency })} revenue, ${formatMoney(o.commission, { currency: o.currency })} commission`)
         .join('; ')}.`
     : '';
+  renderReporting(body.reporting);
   redrawChart();
   renderTable($('chart-table'), 'daily', DAILY_COLUMNS, body.data, { row: (row) => ({ 'data-date': row.date }) });
+}
+
+/** Issue 30: the totals converted into the reporting currency, what had no rate, and the rates used. */
+function renderReporting(reporting) {
+  const section = $('reporting');
+  section.hidden = !reporting;
+  $('fx-note').hidden = !reporting;
+  if (!reporting) return;
+  const currency = reporting.reporting_currency;
+  for (const [key, value] of [['revenue', reporting.revenue], ['commission', reporting.commission]]) {
+    const node = section.querySelector(`[data-reporting="${key}"]`);
+    node.dataset.value = String(value);
+    node.querySelector('[data-value]').textContent = formatMoney(value, { currency });
+    node.querySelector('[data-reporting-currency]').textContent = `(${currency})`;
+  }
+  const parts = [];
+  const unconverted = reporting.unconverted.filter((u) => u.revenue_minor || u.commission_minor);
+  if (unconverted.length) {
+    parts.push(
+      `Without a rate, not in these totals: ${unconverted
+        .map((u) => `${formatMoney(u.revenue, { currency: u.currency })} revenue (${formatCount(u.sales)} sales), ${formatMoney(u.commission, { currency: u.currency })} commission`)
+        .join('; ')}.`,
+    );
+  }
+  const rates = reporting.fx.rates;
+  if (rates.length) {
+    const latest = new Map(rates.map((r) => [r.currency, r]));
+    parts.push(
+      `Converted with ${formatCount(rates.length)} daily rate(s); latest: ${[...latest.values()]
+        .map((r) => `1 ${r.currency} = ${r.rate} ${currency} (${r.rate_date})`)
+        .join(', ')}.`,
+    );
+  }
+  $('fx-note').textContent = parts.join(' ');
+  $('fx-note').hidden = parts.length === 0;
+  $('fx-note').dataset.unconverted = unconverted.map((u) => u.currency).join(',');
 }
 
 /** The daily table, and its CSV (money as the answer gives it: dollars of meta.currency). */
@@ -94,6 +131,11 @@ export function clearPerformance() {
   }
   $('range').textContent = '';
   $('other-currencies').hidden = true;
+  for (const node of document.querySelectorAll('[data-reporting]')) {
+    delete node.dataset.value;
+    node.querySelector('[data-value]').textContent = '–';
+  }
+  $('fx-note').hidden = true;
   $('chart').replaceChildren();
   renderTable($('chart-table'), 'daily', DAILY_COLUMNS, []);
 }

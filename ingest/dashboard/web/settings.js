@@ -1,12 +1,15 @@
-/* global URLSearchParams */
+/* global URLSearchParams, document, location */
 // The settings screen: the program's settings (its commission terms are owners'), its allowed
 // origins added and removed one at a time with the origins its clicks were refused from, and its
 // API key generated with the full value shown once, and the payout settings of the ledger (hold
-// days, payout minimum: owners'). Two requests: GET /api/tracking/programs/:id and
+// days, payout minimum: owners'), and the partner program's settings: recurring months and when new
+// terms take effect (each change a version, listed by terms.js on demand), applications open with
+// the public form's link, the fraud rules (owners'). Two requests: GET /api/tracking/programs/:id and
 // GET .../payout-settings. Also the new-program screen.
 import { api } from './api.js';
 import { formatCount, timeFormat } from './format.js';
-import { $, state } from './state.js';
+import { $, isOwner, state } from './state.js';
+import { closeVersions, refreshVersions, wireVersions } from './terms.js';
 import { fields, h, say, submitting, wireCopy } from './ui.js';
 
 let program = null;
@@ -16,6 +19,7 @@ let payouts = null;
 export async function loadSettings(signal, current) {
   say('settings-alert');
   say('settings-saved');
+  closeVersions();
   try {
     const base = `/api/tracking/programs/${state.programId}`;
     const [{ data }, money] = await Promise.all([api(base, signal), api(`${base}/payout-settings`, signal)]);
@@ -39,11 +43,28 @@ function renderSettings() {
   $('set-window').value = String(program.attribution_window_days);
   $('set-lead-auth').value = program.lead_auth;
   $('set-payment-mode').value = program.paymentTrackingMode;
+  $('set-reporting-currency').value = program.reporting_currency ?? 'USD';
+  renderPartnerProgram();
   $('set-hold-days').value = String(payouts.commission_hold_days);
   $('set-payout-minimum').value = (payouts.payout_minimum_minor / 100).toFixed(2);
   renderOrigins();
   $('key-masked').textContent = program.api_token_masked ? `Current key: ${program.api_token_masked}` : 'No key yet.';
   $('key-button').textContent = program.api_token_masked ? 'Regenerate the key' : 'Generate a key';
+}
+
+/** Issues 30 and 31: recurring months, applications open (with the public form's link), the fraud rules. */
+function renderPartnerProgram() {
+  $('set-recurring-months').value = program.recurring_months === null || program.recurring_months === undefined ? '' : String(program.recurring_months);
+  $('set-terms-from').value = '';
+  $('set-applications').checked = program.applications_open === true;
+  const apply = `${location.origin}/apply/${program.id}`;
+  $('apply-link').href = apply;
+  $('apply-link').textContent = apply;
+  // The rules decide what gets paid: owners' (disabled for a member; the API refuses a change anyway).
+  for (const box of document.querySelectorAll('input[data-fraud-rule]')) {
+    box.checked = program.fraud_rules?.[box.dataset.fraudRule] === true;
+    box.disabled = !isOwner();
+  }
 }
 
 function renderOrigins() {
@@ -89,8 +110,26 @@ function changedSettings(form) {
     attribution_window_days: f.attribution_window_days === undefined ? undefined : Number(f.attribution_window_days),
     lead_auth: f.lead_auth,
     paymentTrackingMode: f.paymentTrackingMode,
+    reporting_currency: f.reporting_currency === undefined ? undefined : f.reporting_currency.trim().toUpperCase(),
+    applications_open: $('set-applications').checked,
   };
-  return Object.fromEntries(Object.entries(next).filter(([key, value]) => value !== undefined && value !== program[key]));
+  const changes = Object.fromEntries(Object.entries(next).filter(([key, value]) => value !== undefined && value !== program[key]));
+  // Recurring months belong to the recurring types (empty: lifetime); a one-off type clears them on the server.
+  const type = changes.commission_type ?? program.commission_type;
+  if (type.startsWith('recurring')) {
+    const months = f.recurring_months === undefined ? null : Number(f.recurring_months);
+    if (months !== (program.recurring_months ?? null)) changes.recurring_months = months;
+  }
+  // A new version from this time on, when the terms change (the server refuses a time in the past).
+  const termsChange = ['commission_type', 'commission_rate', 'recurring_months'].some((key) => key in changes);
+  if (termsChange && f.effective_from) changes.effective_from = new Date(f.effective_from).toISOString();
+  // Only the rules switched: a member's save of other settings never sends them (owners' alone).
+  const rules = {};
+  for (const box of document.querySelectorAll('input[data-fraud-rule]')) {
+    if (box.checked !== (program.fraud_rules?.[box.dataset.fraudRule] === true)) rules[box.dataset.fraudRule] = box.checked;
+  }
+  if (Object.keys(rules).length > 0) changes.fraud_rules = rules;
+  return changes;
 }
 
 /** The payout settings a PATCH of .../payout-settings sends: only what changed (owners' alone). */
@@ -133,6 +172,7 @@ export function wireSettings(afterSave) {
         const { data } = await api(base, undefined, { method: 'PATCH', body: changes });
         program = { ...program, ...data };
         afterSave(data);
+        if (['commission_type', 'commission_rate', 'recurring_months', 'effective_from'].some((key) => key in changes)) void refreshVersions();
       }
       if (Object.keys(money).length > 0) {
         try {
@@ -174,6 +214,7 @@ export function wireSettings(afterSave) {
     }
   });
   wireCopy($('key-copy'), () => $('key-full').textContent);
+  wireVersions();
 }
 
 /** A new program: in a workspace of the signed-in person (the first, or the one picked). */

@@ -11,7 +11,7 @@ export const state = {
   me: null,
   programs: [],
   programId: null,
-  /** The screen shown: overview, partners, settings, integrations, team, new-program. */
+  /** The screen shown: overview, partners, money, commissions, settings, integrations, webhooks, audit, team, new-program. */
   screen: 'overview',
   period: '7d',
   currency: 'USD',

@@ -4,6 +4,7 @@
 // dashboard.html with a module that loads it; SCREENS below names them (how to add one:
 // docs/decisions/dashboard.md, "Add a console screen").
 import { loadAudit } from './audit.js';
+import { loadCommissions } from './commissions.js';
 import { loadMoney } from './money.js';
 import { loadOverview } from './overview.js';
 import { loadPartners } from './partners.js';
@@ -20,6 +21,7 @@ const SCREENS = {
   overview: { load: loadOverview },
   partners: { load: loadPartners },
   money: { load: loadMoney },
+  commissions: { load: loadCommissions },
   settings: { load: loadSettings },
   integrations: { load: loadIntegrations },
   webhooks: { load: loadWebhooks },

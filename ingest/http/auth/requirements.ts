@@ -1,5 +1,6 @@
 import type { CredentialKind, Permission } from '../../../domain/access/access.js';
 import { M } from '../messages.js';
+import { PM } from '../../partner-portal/messages.js';
 
 /** One answer of a refusal: the status and message the spec fixes; `code` puts it in the typed envelope. */
 export interface Answer {
@@ -65,6 +66,8 @@ const OWNER_ONLY: Partial<Record<Permission, string>> = {
   'team:manage': M.team.ownerOnly,
   'webhooks:manage': M.webhooks.ownerOnly,
   'money:write': M.money.ownerOnly,
+  'partners:manage': PM.decision.ownerOnly,
+  'fx_rates:write': M.fx.ownerOnly,
 };
 
 /**

@@ -23,6 +23,11 @@ DECLARE
   before customers;
   sale jsonb;
   settled customers;
+  -- Issue 31: a customer found by email or processor customer that has neither click nor key (a
+  -- promo code made it), and whether the payment carries promo codes or promotion ids.
+  known_id bigint;
+  promos boolean := jsonb_array_length(COALESCE(reading->'promo_codes', '[]')) > 0
+                    OR jsonb_array_length(COALESCE(reading->'promotion_ids', '[]')) > 0;
 BEGIN
   IF reading->>'kind' = 'unreadable' THEN
     RETURN jsonb_build_object('outcome', 'skipped', 'reason', 'unreadable_object');
@@ -66,17 +71,19 @@ BEGIN
     END IF;
   END IF;
   IF ref_click IS NULL AND email_ IS NOT NULL THEN
-    SELECT NULLIF(c.click_id, '') AS click_id, NULLIF(c.customer_key, '') AS customer_key INTO known
+    SELECT NULLIF(c.click_id, '') AS click_id, NULLIF(c.customer_key, '') AS customer_key, c.id INTO known
       FROM customers c WHERE c.program_id = program AND lower(c.email) = lower(email_) ORDER BY c.id LIMIT 1;
     ref_click := known.click_id;
     ref_key := CASE WHEN known.click_id IS NULL THEN known.customer_key END;
+    known_id := CASE WHEN ref_click IS NULL AND ref_key IS NULL THEN known.id END;
   END IF;
   IF ref_click IS NULL AND ref_key IS NULL AND processor_customer IS NOT NULL THEN
-    SELECT NULLIF(c.click_id, '') AS click_id, NULLIF(c.customer_key, '') AS customer_key INTO known
+    SELECT NULLIF(c.click_id, '') AS click_id, NULLIF(c.customer_key, '') AS customer_key, c.id INTO known
       FROM processor_customers pc JOIN customers c ON c.id = pc.customer_id
      WHERE pc.program_id = program AND pc.processor_customer_id = processor_customer;
     ref_click := known.click_id;
     ref_key := CASE WHEN known.click_id IS NULL THEN known.customer_key END;
+    known_id := COALESCE(known_id, CASE WHEN ref_click IS NULL AND ref_key IS NULL THEN known.id END);
   END IF;
   IF ref_click IS NULL AND ref_key IS NULL AND customer_key_ IS NOT NULL THEN
     PERFORM 1 FROM customers c WHERE c.program_id = program AND c.customer_key = customer_key_ FOR UPDATE;
@@ -84,7 +91,7 @@ BEGIN
       ref_key := customer_key_;
     END IF;
   END IF;
-  IF ref_click IS NULL AND ref_key IS NULL THEN
+  IF ref_click IS NULL AND ref_key IS NULL AND known_id IS NULL AND NOT promos THEN
     RETURN jsonb_build_object('outcome', 'skipped',
                               'reason', CASE WHEN click_id_ IS NOT NULL OR customer_key_ IS NOT NULL THEN 'no_attribution' ELSE 'missing_metadata' END,
                               'program_id', program, 'transaction_id', txn, 'refs', true);
@@ -95,8 +102,16 @@ BEGIN
   ELSE
     SELECT * INTO before FROM customers c WHERE c.program_id = program AND c.customer_key = ref_key FOR UPDATE;
   END IF;
+  -- customer_email and processor_customer_id: for the self_referral fraud rule (fraud_flags).
   sale := try_record_sale(sale_item || jsonb_build_object('program_id', program, 'click_id', ref_click,
-                                                                'customer_key', ref_key, 'test', false), fee_bps);
+                                                                'customer_key', ref_key, 'test', false,
+                                                                'customer_email', email_, 'processor_customer_id', processor_customer)
+                                    -- Issue 31: the customer by id, or one a promo code makes (promo_sale_customer.sql), with the payment's key.
+                                    || CASE WHEN ref_click IS NULL AND ref_key IS NULL
+                                            THEN jsonb_strip_nulls(jsonb_build_object('customer_id', known_id, 'customer_key', customer_key_))
+                                                 || CASE WHEN promos THEN jsonb_build_object('promo_codes', reading->'promo_codes', 'promotion_ids', reading->'promotion_ids')
+                                                         ELSE '{}' END
+                                            ELSE '{}' END, fee_bps);
   IF before.provisional THEN
     -- A provisional lead resolvable from the payment is settled, whatever became of the sale; the
     -- payment's customer key and email are kept when free.

@@ -42,10 +42,9 @@ BEGIN
       RETURNING * INTO entry;
     END IF;
     INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
-    SELECT * FROM (VALUES ('commission.reversed', 'sale:' || cm.sale_id, cm.program_id, false, cm.reversed_at, commission_event(cm)),
-                          ('platform_fee.reversed', 'sale:' || cm.sale_id, fee.program_id, false, cm.reversed_at, platform_fee_event(fee, cm)),
-                          ('ledger_entry.recorded', 'partner:' || entry.partner_id, entry.program_id, false, entry.created_at,
-                           ledger_entry_event(entry))) AS v (event_type, aggregate_key, program_id, test, occurred_at, payload)
+    SELECT * FROM (VALUES ('commission.reversed', 'sale:' || cm.sale_id, cm.program_id, false, cm.reversed_at, commission_reversed_event(cm, entry)),
+                          ('platform_fee.reversed', 'sale:' || cm.sale_id, fee.program_id, false, cm.reversed_at, platform_fee_event(fee, cm)))
+             AS v (event_type, aggregate_key, program_id, test, occurred_at, payload)
      WHERE v.program_id IS NOT NULL;
   END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'commission', to_jsonb(cm));

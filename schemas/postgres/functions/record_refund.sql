@@ -4,7 +4,7 @@
 -- item: program_id, transaction_id, reason ('refund' or 'chargeback'), refund_reason, and test when
 -- the mode is known (a processor refund or dispute; see refunded_sale). A full refund or chargeback
 -- of a recorded sale: the sale changes status; a commission not paid yet (pending, held, approved)
--- is reversed with its fee (a reversal entry in the ledger), one in a payout or paid keeps its state
+-- is reversed with its fee (a reversal entry in the ledger, carried by commission.reversed), one in a payout or paid keeps its state
 -- and the ledger takes back what it paid (a clawback entry, netted into the partner's next payout).
 -- The entry's cause is the refund row, of which a sale has one: a retried request, a redelivered
 -- processor event or a replay writes no second entry. Refunds are idempotent: the first one stands,
@@ -70,7 +70,8 @@ BEGIN
   IF cm.id IS NOT NULL THEN
     UPDATE platform_fees SET status = 'reversed', reversed_at = now() WHERE sale_id = s.id AND status = 'charged'
     RETURNING * INTO fee;
-    -- The reversal entry of what was left of it and the three events: one statement, as each event was.
+    -- The reversal entry of what was left of it and the two events, the entry travelling in
+    -- commission.reversed (commission_reversed_event): one statement.
     WITH entry AS (
       INSERT INTO ledger_entries (program_id, partner_id, kind, amount_minor, currency, commission_id, sale_id, cause, created_at, available_at)
       SELECT cm.program_id, cm.partner_id, 'reversal', -cm.amount_cents, cm.currency, cm.id, cm.sale_id, 'refund:' || r.id, r.created_at, r.created_at
@@ -78,12 +79,10 @@ BEGIN
       RETURNING *
     )
     INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
-    SELECT 'commission.reversed', 'sale:' || s.id, s.program_id, false, cm.reversed_at, commission_event(cm)
+    SELECT 'commission.reversed', 'sale:' || s.id, s.program_id, false, cm.reversed_at,
+           commission_reversed_event(cm, (SELECT ROW(e.*)::ledger_entries FROM entry e))
     UNION ALL
-    SELECT 'platform_fee.reversed', 'sale:' || s.id, s.program_id, false, cm.reversed_at, platform_fee_event(fee, cm) WHERE fee.id IS NOT NULL
-    UNION ALL
-    SELECT 'ledger_entry.recorded', 'partner:' || e.partner_id, e.program_id, false, e.created_at, ledger_entry_event(ROW(e.*)::ledger_entries)
-      FROM entry e;
+    SELECT 'platform_fee.reversed', 'sale:' || s.id, s.program_id, false, cm.reversed_at, platform_fee_event(fee, cm) WHERE fee.id IS NOT NULL;
   END IF;
   RETURN jsonb_build_object('refund_id', r.id, 'sale_id', s.id, 'transaction_id', p_transaction_id, 'reason', p_reason,
                             'sale_status', new_status, 'commission_reversed', cm.id IS NOT NULL, 'created_at', r.created_at,

@@ -28,12 +28,22 @@ DECLARE
   cm commissions;
   fee platform_fees;
   refusal text;
+  promo record;
+  skipped text;
+  flags jsonb;
 BEGIN
   PERFORM refuse_duplicate_sale(p_program_id, p_transaction_id, p_test);
 
   IF NOT p_test THEN
+    -- Issue 31: a promo code or processor promotion id attributes a customer with no attribution yet
+    -- (promo_sale_customer.sql); only a sale that carries one pays for the look-up.
+    IF item ? 'promo_codes' OR item ? 'promotion_ids' OR item ? 'customer_id' THEN
+      SELECT * INTO promo FROM promo_sale_customer(item, p_program_id, occurred);
+      c := promo.customer;
+      created := promo.created;
+    END IF;
     -- The customer the sale is for, in the key's program, locked; created from a click with no lead yet.
-    IF p_customer_key IS NOT NULL THEN
+    IF p_customer_key IS NOT NULL AND c.id IS NULL THEN
       SELECT * INTO c FROM customers WHERE program_id = p_program_id AND customer_key = p_customer_key FOR UPDATE;
       IF NOT FOUND AND p_click_id IS NULL THEN
         IF EXISTS (SELECT 1 FROM customers o JOIN programs p ON p.id = o.program_id
@@ -78,10 +88,25 @@ BEGIN
       click_created := k.created_at;
     END IF;
 
-    -- The program's terms and whether the customer's partner-program record exists, in one read.
-    SELECT p.commission_type, p.commission_rate, p.attribution_window_days, p.commission_hold_days,
-           EXISTS (SELECT 1 FROM partner_programs pp WHERE pp.id = c.partner_program_id) AS has_junction
-      INTO terms FROM programs p WHERE p.id = p_program_id;
+    -- The program's settings, whether the customer's partner-program record exists and the rule
+    -- version in effect at the sale's time for the partner's group, else the program's (issue 30),
+    -- in one read. Before the first version of its scope a sale takes the program's first; a program
+    -- written without any version (by hand) pays its row's terms, with no version.
+    SELECT v.id AS rule_version, COALESCE(v.commission_type, p.commission_type) AS commission_type,
+           COALESCE(v.commission_rate, p.commission_rate) AS commission_rate,
+           CASE WHEN v.id IS NULL THEN p.recurring_months ELSE v.recurring_months END AS recurring_months,
+           p.attribution_window_days, p.commission_hold_days, pp.id IS NOT NULL AS has_junction, p.fraud_rules
+      INTO terms
+      FROM programs p
+      LEFT JOIN partner_programs pp ON pp.id = c.partner_program_id
+      LEFT JOIN LATERAL (
+        SELECT rv.id, rv.commission_type, rv.commission_rate, rv.recurring_months
+          FROM commission_rule_versions rv
+         WHERE rv.program_id = p.id AND (rv.group_id IS NULL OR rv.group_id = pp.group_id)
+         ORDER BY rv.effective_from <= occurred DESC, (rv.group_id IS NOT NULL AND rv.effective_from <= occurred) DESC,
+                  CASE WHEN rv.effective_from <= occurred THEN rv.effective_from END DESC NULLS LAST, rv.effective_from
+         LIMIT 1) v ON true
+     WHERE p.id = p_program_id;
     IF c.partner_program_id IS NULL OR NOT terms.has_junction THEN
       RAISE EXCEPTION 'refused' USING DETAIL = 'no_junction';
     END IF;
@@ -96,13 +121,20 @@ BEGIN
        AND COALESCE(c.signup_date, occurred) - click_created > make_interval(days => terms.attribution_window_days) THEN
       RAISE EXCEPTION 'refused' USING DETAIL = 'outside_window';
     END IF;
+    -- recurring_months (issue 30): a renewal later than that many months after the customer's first
+    -- purchase earns nothing; the sale is recorded with the reason.
+    IF terms.recurring_months IS NOT NULL AND NOT converts AND terms.commission_type IN ('recurring_percent', 'recurring_fixed')
+       AND occurred > COALESCE(c.first_purchase_date, occurred) + make_interval(months => terms.recurring_months) THEN
+      skipped := 'recurring_limit_reached';
+    END IF;
   END IF;
 
   INSERT INTO sale_events (program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at,
-                           provider, provider_payment_id, livemode, is_recurring, sale_type, subscription_id, test)
+                           provider, provider_payment_id, livemode, is_recurring, sale_type, subscription_id, test,
+                           commission_skipped_reason)
   VALUES (p_program_id, c.id, c.partner_id, p_transaction_id, (item->>'amount_cents')::bigint, item->>'currency', occurred,
           item->>'provider', item->>'provider_payment_id', (item->>'livemode')::boolean, (item->>'is_recurring')::boolean,
-          item->>'sale_type', item->>'subscription_id', p_test)
+          item->>'sale_type', item->>'subscription_id', p_test, CASE WHEN c.partner_id IS NOT NULL THEN skipped END)
   ON CONFLICT DO NOTHING
   RETURNING * INTO s;
   IF s.id IS NULL THEN
@@ -133,16 +165,22 @@ BEGIN
     RETURN jsonb_build_object('sale', to_jsonb(s), 'commission', NULL, 'converted', converts, 'refusal', 'partner_required');
   END IF;
 
-  commission := commission_cents(terms.commission_type, terms.commission_rate, s.amount_cents, converts);
+  commission := CASE WHEN skipped IS NULL THEN commission_cents(terms.commission_type, terms.commission_rate, s.amount_cents, converts) END;
   IF commission IS NOT NULL THEN
     BEGIN
+      -- The fraud rules (fraud_flags), read only when the program has one on: a flagged commission
+      -- is held for review with its reasons and evidence (docs/decisions/fraud-review.md).
+      IF terms.fraud_rules @? '$.* ? (@ == true)' THEN
+        flags := fraud_flags(terms.fraud_rules, c, occurred, item);
+      END IF;
       -- Pending until the program's hold ends (available_at); with no hold, approved at once.
       INSERT INTO commissions (sale_id, program_id, partner_id, customer_id, commission_type, commission_rate, amount_cents, currency,
-                               status, available_at, approved_at)
+                               status, available_at, approved_at, rule_version, held_at, hold_reasons)
       VALUES (s.id, s.program_id, c.partner_id, c.id, terms.commission_type, terms.commission_rate, commission, s.currency,
-              CASE WHEN terms.commission_hold_days = 0 THEN 'approved' ELSE 'pending' END,
+              CASE WHEN flags IS NOT NULL THEN 'held' WHEN terms.commission_hold_days = 0 THEN 'approved' ELSE 'pending' END,
               now() + make_interval(days => terms.commission_hold_days),
-              CASE WHEN terms.commission_hold_days = 0 THEN now() END)
+              CASE WHEN flags IS NULL AND terms.commission_hold_days = 0 THEN now() END, terms.rule_version,
+              CASE WHEN flags IS NOT NULL THEN now() END, flags)
       RETURNING * INTO cm;
       INSERT INTO platform_fees (sale_id, commission_id, program_id, amount_cents, currency)
       VALUES (s.id, cm.id, s.program_id, platform_fee_cents(commission, p_fee_bps), s.currency)
@@ -150,14 +188,18 @@ BEGIN
       -- The ledger's commission entry (a zero commission moves no money and has none; its cause, the
       -- sale, can make only one) and the three events: one statement, as the two events were.
       WITH entry AS (
-        INSERT INTO ledger_entries (program_id, partner_id, kind, amount_minor, currency, commission_id, sale_id, cause, created_at, available_at)
+        INSERT INTO ledger_entries (program_id, partner_id, kind, amount_minor, currency, commission_id, sale_id, cause, created_at, available_at,
+                                    rule_version)
         SELECT cm.program_id, cm.partner_id, 'commission', cm.amount_cents, cm.currency, cm.id, cm.sale_id, 'sale:' || cm.sale_id,
-               cm.created_at, cm.available_at
+               cm.created_at, cm.available_at, cm.rule_version
          WHERE cm.amount_cents > 0
         RETURNING *
       )
       INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
       SELECT 'commission.created', 'sale:' || s.id, s.program_id, false, cm.created_at, commission_event(cm)
+      UNION ALL
+      -- Flagged by a fraud rule (fraud_flags): held for review, with its reasons.
+      SELECT 'commission.held', 'sale:' || s.id, s.program_id, false, cm.held_at, commission_held_event(cm) WHERE cm.status = 'held'
       UNION ALL
       SELECT 'platform_fee.created', 'sale:' || s.id, s.program_id, false, fee.created_at, platform_fee_event(fee, cm)
       UNION ALL

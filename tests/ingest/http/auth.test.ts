@@ -29,6 +29,8 @@ describe('the permission check', () => {
       'team:manage': 'allowed',
       'webhooks:manage': 'allowed',
       'money:write': 'allowed',
+      'fx_rates:write': 'allowed',
+      'partners:manage': 'allowed',
     });
     expect(table('member')).toEqual({
       'tracking:read': 'allowed',
@@ -40,6 +42,8 @@ describe('the permission check', () => {
       'team:manage': 'missing-permission',
       'webhooks:manage': 'missing-permission',
       'money:write': 'missing-permission',
+      'fx_rates:write': 'missing-permission',
+      'partners:manage': 'missing-permission',
     });
     expect(table(null)).toEqual({
       'tracking:read': 'not-member',
@@ -51,6 +55,8 @@ describe('the permission check', () => {
       'team:manage': 'not-member',
       'webhooks:manage': 'not-member',
       'money:write': 'not-member',
+      'fx_rates:write': 'not-member',
+      'partners:manage': 'not-member',
     });
   });
 

@@ -531,7 +531,8 @@ const managementState = sql(
           (SELECT count(*) FROM ledger_entries) AS ledger_entries, (SELECT count(*) FROM payout_runs) AS payout_runs,
           (SELECT count(*) FROM payouts) AS payouts,
           (SELECT count(*) FROM workspace_invites) AS workspace_invites, (SELECT count(*) FROM members) AS members,
-          (SELECT count(*) FROM console_sign_ins) AS console_sign_ins`,
+          (SELECT count(*) FROM console_sign_ins) AS console_sign_ins,
+          (SELECT md5(coalesce(string_agg(c::text, '|' ORDER BY c.id), '')) FROM promo_codes c) AS promo_codes_md5`,
 );
 
 /** Everything a request could write: the tracking tables (tableCounts) and the management tables. */
@@ -551,7 +552,7 @@ function diff(before: Record<string, unknown>, after: Record<string, unknown>): 
 const TRACKING_ROUTES = ['click', 'lead (browser mode)', 'lead (server mode)', 'sale', 'refund'] as const;
 const MANAGEMENT_ROUTES = [
   'create program', 'update program', 'create partner', 'update link', 'create webhook endpoint', 'create manual adjustment', 'create payouts',
-  'create allowed origin', 'create partner link', 'create invite',
+  'create allowed origin', 'create partner link', 'create invite', 'create promo code',
 ] as const;
 const ALL_ROUTES = [...TRACKING_ROUTES, ...MANAGEMENT_ROUTES];
 type RouteName = (typeof ALL_ROUTES)[number];
@@ -637,6 +638,8 @@ describe.each(databaseKinds())('bad input is refused with a 4xx, an envelope and
     await ok('/api/v1/track/lead', { click_id: await clickOf(), customer_key: customerKey }, shop.apiKey);
     const saleTransactionId = `txn-${randomBytes(6).toString('hex')}`;
     await ok('/api/v1/track/sale', { transaction_id: saleTransactionId, amount_cents: 5_000, customer_key: customerKey }, shop.apiKey);
+    // Issue 31: a promo code the managed program already has (any letter case collides).
+    await ok(`/api/tracking/programs/${managed.programId}/partners/${managed.partnerId}/promo-codes`, { code: 'TAKEN-CODE', processor_promotion_id: 'promo_taken' }, ws.ownerToken);
     fx = { ws, shop, other, managed, leadClickId, customerKey, saleTransactionId };
     routes = buildRoutes(fx);
   });
@@ -787,6 +790,7 @@ describe.each(databaseKinds())('bad input is refused with a 4xx, an envelope and
     click: 'affiliate_url', 'lead (browser mode)': 'click_id', 'lead (server mode)': 'customer_key', sale: 'transaction_id', refund: 'transaction_id',
     'create program': 'name', 'update program': 'domain', 'create partner': 'name', 'update link': 'enabled', 'create webhook endpoint': 'url',
     'create manual adjustment': 'reason', 'create payouts': 'cutoff', 'create allowed origin': 'origin', 'create partner link': 'aff_code', 'create invite': 'email',
+    'create promo code': 'code',
   };
   const numberField: Partial<Record<RouteName, string>> = {
     sale: 'amount_cents', 'create program': 'commission_rate', 'update program': 'attribution_window_days', 'update link': 'enabled', 'create manual adjustment': 'amount_minor',
@@ -1211,6 +1215,26 @@ function buildRoutes(fx: Fixtures): Record<RouteName, RouteSpec> {
       required: [],
       // Another program's link code is taken.
       semantic: [fc.constant<Mutation>({ subject: 'aff_code', set: [['aff_code', fx.shop.affCode]] })],
+      allowed: [400, 409],
+    },
+    // Issue 31, point 4: a promo code, unique per program ignoring case, and its promotion id.
+    'create promo code': {
+      ...management,
+      method: 'POST',
+      url: `${managedUrl}/partners/${fx.managed.partnerId}/promo-codes`,
+      get base() {
+        const tag = randomBytes(5).toString('hex');
+        return { code: `code-${tag}`, processor_promotion_id: `promo_${tag}` };
+      },
+      bad: {
+        code: fc.oneof(nonString, fc.constantFrom('', 'x', 'a'.repeat(65), 'has space', 'ü-code', 'a\u0000b'), oddText.filter((v) => !/^[A-Za-z0-9_-]{2,64}$/.test(v))),
+        processor_promotion_id: fc.oneof(nonString, fc.constantFrom('', 'p'.repeat(256), 'promo 1'), oddText.filter((v) => !/^[A-Za-z0-9_-]{1,255}$/.test(v))),
+      },
+      required: [['code']],
+      semantic: [
+        fc.constantFrom('taken-code', 'TAKEN-CODE', 'Taken-Code').map((code): Mutation => ({ subject: 'code', set: [['code', code]] })),
+        fc.constant<Mutation>({ subject: 'processor_promotion_id', set: [['processor_promotion_id', 'promo_taken']] }),
+      ],
       allowed: [400, 409],
     },
     'create invite': {

@@ -158,7 +158,7 @@ describe.each(databaseKinds())("the console's program routes: one program, origi
     const ada = all.data[1].partner_id;
     const link = await call('POST', `/programs/${q.programId}/partners/${ada}/links`, member(), { aff_code: 'ada-second' });
     expect(link.statusCode).toBe(200);
-    expect(link.json().data).toEqual({ aff_code: 'ada-second', enabled: true, referral_url: 'https://list.acme.example/?aff=ada-second' });
+    expect(link.json().data).toEqual({ id: expect.any(Number), aff_code: 'ada-second', enabled: true, referral_url: 'https://list.acme.example/?aff=ada-second', created_at: expect.any(String) });
     expect((await list('?search=ada')).data[0].links.map((l: { aff_code: string }) => l.aff_code)).toEqual(['ada-links', 'ada-second']);
     const taken = await call('POST', `/programs/${q.programId}/partners/${ada}/links`, member(), { aff_code: 'ada-second' });
     expect(taken.statusCode).toBe(409);
@@ -194,7 +194,7 @@ describe.each(databaseKinds())("the console's program routes: one program, origi
     for (const [query, message] of [
       ['?limit=0', M.management.partnerLimit],
       ['?limit=501', M.management.partnerLimit],
-      ['?status=banned', M.management.partnerStatus],
+      ['?status=suspended', M.management.partnerStatus],
       [`?search=${'x'.repeat(101)}`, M.management.search],
       ['?sort=name', M.dashboard.unknownQuery(['sort'])],
     ]) {

@@ -60,7 +60,8 @@ describe.each(databaseKinds())('the ledger (%s)', (kind) => {
     const rest = (await get(`${p.base}/partners/${p.partnerId}/ledger?limit=10&cursor=${first.next_cursor}`, p.member)).json();
     expect(rest.data.map((x: { amount_minor: number }) => x.amount_minor)).toEqual([3_000, 4_000, 5_000]);
     expect(rest).toMatchObject({ has_more: false, next_cursor: null });
-    expect(rest.data[0]).toMatchObject({ kind: 'commission', currency: 'USD', payout_id: null, rule_version: null });
+    // The program's terms as first set are its rule version 1 (issue 30), recorded on each commission entry.
+    expect(rest.data[0]).toMatchObject({ kind: 'commission', currency: 'USD', payout_id: null, rule_version: 1 });
   });
 
   it('a manual adjustment with an Idempotency-Key is written once; the key reused for another request is 409', async () => {

@@ -229,12 +229,15 @@ const q = {
        FROM ledger_entries e JOIN sale_events s ON s.id = e.sale_id
       WHERE e.program_id = $1 GROUP BY s.transaction_id`,
   ),
-  // Entries without exactly one event, and events without their entry: none.
+  // Entries without exactly one event, and events without their entry: none. A reversal entry travels
+  // in its commission.reversed, every other entry in a ledger_entry.recorded.
   ledgerEvents: sql(
     't.prop_ledger_events',
     `SELECT count(*)::int AS n FROM ledger_entries e
-       FULL JOIN (SELECT (payload->>'entry_id')::bigint AS entry_id, count(*) AS events FROM outbox
-                   WHERE program_id = $1 AND event_type = 'ledger_entry.recorded' GROUP BY 1) o ON o.entry_id = e.id
+       FULL JOIN (SELECT COALESCE(payload->>'entry_id', payload->'ledger_entry'->>'entry_id')::bigint AS entry_id, count(*) AS events FROM outbox
+                   WHERE program_id = $1 AND (event_type = 'ledger_entry.recorded'
+                                              OR (event_type = 'commission.reversed' AND payload->'ledger_entry' <> 'null'::jsonb))
+                   GROUP BY 1) o ON o.entry_id = e.id
       WHERE (e.program_id = $1 OR e.id IS NULL) AND (o.events IS DISTINCT FROM 1 OR e.id IS NULL)`,
   ),
   partialTotals: sql(

@@ -17,6 +17,7 @@ import type { DecodedEvent, OutboxRow } from '../../../schemas/event-contract.js
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from '../../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
 import { partlyRefundedProcessorSale } from '../../support/processor.js';
+import { OUTBOX_AS_LOADED } from '../../support/pipeline.js';
 
 // ---------------------------------------------------------------------------------------------
 // The wire codec: the Avro codec when it is in the tree, else JSON in the shape its decode returns.
@@ -101,7 +102,7 @@ const pg = {
        FROM commissions WHERE status <> 'reversed'
       GROUP BY program_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), currency`,
   ),
-  events: sql('t.pg_events', `SELECT event_type || ' ' || count(*) AS line FROM outbox GROUP BY event_type`),
+  events: sql('t.pg_events', `SELECT event_type || ' ' || count(*) AS line FROM ${OUTBOX_AS_LOADED} e GROUP BY event_type`),
 };
 
 const ch = {
@@ -241,7 +242,7 @@ describe('ClickHouse warehouse on chDB', () => {
 
   it('applies the DDL, and applying it again changes nothing', async () => {
     const first = await migrateWarehouse(warehouse);
-    expect(first).toEqual(['0001_event_tables.sql', '0002_current_state_tables.sql', '0003_performance_rollup.sql', '0004_analytics.sql', '0005_partial_refunds.sql', '0006_ledger.sql', '0007_commission_lifecycle.sql']);
+    expect(first).toEqual(['0001_event_tables.sql', '0002_current_state_tables.sql', '0003_performance_rollup.sql', '0004_analytics.sql', '0005_partial_refunds.sql', '0006_ledger.sql', '0007_commission_lifecycle.sql', '0008_simulation.sql', '0010_fx_rates.sql', '0012_partner_applications.sql', '0014_click_sub_ids.sql', '0016_commission_held.sql']);
     expect(await migrateWarehouse(warehouse)).toEqual([]);
     // Every statement runs again as is (a start that failed half-way re-applies).
     for (const file of first) {
@@ -253,7 +254,7 @@ describe('ClickHouse warehouse on chDB', () => {
       sql('t.tables', `SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name`),
     );
     expect(tables.map((r) => r.name)).toContain('customers_current');
-    expect(tables).toHaveLength(25); // 23 loaded tables (0006 adds five event tables), schema_migrations, the rollup's view
+    expect(tables).toHaveLength(29); // 27 loaded tables (0006 adds five event tables; 0010, 0012 and 0016 four more), schema_migrations, the rollup's view
     expect(await warehouse.query(sql('t.versions', `SELECT version FROM schema_migrations FINAL ORDER BY version`))).toEqual([
       { version: 1 },
       { version: 2 },
@@ -262,6 +263,11 @@ describe('ClickHouse warehouse on chDB', () => {
       { version: 5 },
       { version: 6 },
       { version: 7 },
+      { version: 8 },
+      { version: 10 },
+      { version: 12 },
+      { version: 14 },
+      { version: 16 },
     ]);
     // 0004: the analysts' views live in a database of their own.
     const views = await warehouse.query<{ n: number }>(sql('t.analytics_views', `SELECT count() AS n FROM system.tables WHERE database = 'analytics' AND engine = 'View'`));
