@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
+import { reportingOf } from '../../domain/fx/reporting.js';
 import { setPayoutMethod, type PayoutMethod } from '../../domain/ledger/methods.js';
 import {
   partnerBalance,
@@ -14,8 +15,8 @@ import {
   type PortalProgram,
 } from '../../domain/partners/portal-reads.js';
 import { revokePortalSession, signInWithLink, type PortalSession } from '../../domain/partners/portal-sessions.js';
-import { performance } from '../../queries/performance.js';
 import type { PerformanceBody } from '../../queries/metrics.js';
+import { performanceWithReporting, type ReportingTotals } from '../../queries/reporting-totals.js';
 import type { FailedAuthThrottle } from '../http/auth/failed-auth.js';
 import type { ZodApp } from '../http/schemas.js';
 import { linkView, type SubIds } from './api.js';
@@ -62,14 +63,22 @@ function header(name: string): string {
 <form method="post" action="/portal/sign-out"><button type="submit" style="margin:0">Sign out</button></form></header>`;
 }
 
-function figures(p: PerformanceBody | undefined): string {
+/**
+ * The partner's figures, the money ones in the program's reporting currency (issue 30): every sale
+ * converted at the rate of its day, the rates said below, what has no rate listed apart.
+ */
+function figures(p: (PerformanceBody & { reporting: ReportingTotals }) | undefined): string {
   if (!p) return '<p>Figures are not available right now.</p>';
   const m = p.metrics;
+  const r = p.reporting;
+  const cur = e(r.reporting_currency);
   const item = (label: string, value: string) => `<div><dt>${label}</dt><dd>${value}</dd></div>`;
+  const rates = r.fx.rates.map((x) => `1 ${e(x.currency)} = ${x.rate} ${cur} (${e(x.rate_date)})`).join(', ');
+  const unconverted = r.unconverted.map((u) => `${u.revenue.toFixed(2)} ${e(u.currency)} of sales, ${u.commission.toFixed(2)} ${e(u.currency)} of commission`).join('; ');
   return `<dl class="figures" aria-label="Last 30 days">
 ${item('Clicks', String(m.totalClicks))}${item('Leads', String(m.totalLeads))}${item('Conversions', String(m.totalConversions))}
-${item('Sales', String(m.totalSales))}${item(`Revenue (${e(p.meta.currency)})`, m.totalRevenue.toFixed(2))}${item(`Commission (${e(p.meta.currency)})`, m.totalPartnersCommission.toFixed(2))}
-</dl>`;
+${item('Sales', String(m.totalSales))}${item(`Revenue (${cur})`, r.revenue.toFixed(2))}${item(`Commission (${cur})`, r.commission.toFixed(2))}
+</dl>${rates ? `<p class="hint">Converted with ${rates}.</p>` : ''}${unconverted ? `<p class="hint">Not converted yet (no rate for their day): ${unconverted}.</p>` : ''}`;
 }
 
 function table(caption: string, head: string[], rows: string[][], numeric: number[] = []): string {
@@ -102,7 +111,11 @@ async function programSection(deps: PortalPageDeps, s: PortalSession, p: PortalP
   const [links, perf] = await Promise.all([
     partnerLinks(db, s, p.id),
     warehouse
-      ? performance(warehouse, { programId: p.id, programCreatedAt: p.created_at, query: { period: '30d' }, now: clock(), partnerId: s.partnerId }).catch((err: unknown) => {
+      ? performanceWithReporting(
+          warehouse,
+          { programId: p.id, programCreatedAt: p.created_at, query: { period: '30d' }, now: clock(), partnerId: s.partnerId },
+          await reportingOf(db, p.id),
+        ).catch((err: unknown) => {
           // The rest of the page (Postgres) still helps the partner: the figures say they are unavailable.
           deps.log?.error({ err }, 'portal figures could not be read');
           return undefined;

@@ -46,6 +46,16 @@ function envelope(event: DecodedEvent, payload: Row): Envelope {
 /** An event table's row: the envelope's columns, then the event's own. */
 const eventRow = (e: Envelope, ...columns: Row[]): Row => Object.assign({ event_id: e.event_id, program_id: e.program_id, occurred_at: e.occurred_at, test: e.test }, ...columns);
 
+/**
+ * A sales_current row: each event of a sale writes what it knows, the rest as this empty row has it,
+ * and the table's merge (max() per column) keeps every event's part. One list of columns for all.
+ */
+const EMPTY_SALE = {
+  transaction_id: '', customer_id: null, partner_id: null, amount_cents: 0, refunded_cents: 0, currency: '', occurred_at: null,
+  is_recurring: false, recorded_status: '', changed_status: '', status_changed_at: null, commission_cents: 0,
+};
+const saleRow = (e: Envelope, saleId: string, known: Row): [string, Row] => ['sales_current', { program_id: e.program_id, sale_id: saleId, ...EMPTY_SALE, test: e.test, ...known }];
+
 const FX_DAY = /^\d{4}-\d{2}-\d{2}$/;
 const FX_RATE = /^\d{1,14}(\.\d{1,10})?$/;
 const fxRate = (p: Received<'fx_rate.recorded'>) => {
@@ -192,18 +202,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
     const occurredAt = time(p, 'occurred_at');
     return [
       ['sale_recorded', eventRow(e, sale, { status, created_at: time(p, 'created_at') })],
-      [
-        'sales_current',
-        Object.assign({ program_id: e.program_id }, sale, {
-          refunded_cents: 0,
-          occurred_at: occurredAt,
-          test: e.test,
-          recorded_status: status,
-          changed_status: '',
-          status_changed_at: null,
-          commission_cents: 0,
-        }),
-      ],
+      saleRow(e, sale.sale_id, { ...sale, occurred_at: occurredAt, recorded_status: status }),
       fact({
         program_id: e.program_id,
         hour: hourOf(occurredAt),
@@ -229,26 +228,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
     // The facts are the sale.recorded row's; here they stay empty and max() keeps the recorded ones.
     return [
       ['sale_status_changed', eventRow(e, change)],
-      [
-        'sales_current',
-        {
-          program_id: e.program_id,
-          sale_id: change.sale_id,
-          transaction_id: change.transaction_id,
-          customer_id: null,
-          partner_id: null,
-          amount_cents: 0,
-          refunded_cents: 0,
-          currency: '',
-          occurred_at: null,
-          is_recurring: false,
-          test: e.test,
-          recorded_status: '',
-          changed_status: change.status,
-          status_changed_at: change.changed_at,
-          commission_cents: 0,
-        },
-      ],
+      saleRow(e, change.sale_id, { transaction_id: change.transaction_id, changed_status: change.status, status_changed_at: change.changed_at }),
       fact({ program_id: e.program_id, hour: null, metric: 'sales', entity: change.sale_id, counts: change.status === 'paid' && !e.test, version: ENDED }),
     ];
   },
@@ -266,26 +246,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
     // Only the refunded total here; max() keeps the recorded facts and the highest total.
     return [
       ['sale_partially_refunded', eventRow(e, refund)],
-      [
-        'sales_current',
-        {
-          program_id: e.program_id,
-          sale_id: refund.sale_id,
-          transaction_id: refund.transaction_id,
-          customer_id: null,
-          partner_id: null,
-          amount_cents: 0,
-          refunded_cents: refund.refunded_cents,
-          currency: '',
-          occurred_at: null,
-          is_recurring: false,
-          test: e.test,
-          recorded_status: '',
-          changed_status: '',
-          status_changed_at: null,
-          commission_cents: 0,
-        },
-      ],
+      saleRow(e, refund.sale_id, { transaction_id: refund.transaction_id, refunded_cents: refund.refunded_cents }),
       fact({
         program_id: e.program_id,
         hour: null,
@@ -303,26 +264,7 @@ const MAPPERS: { readonly [T in EventType]: Mapper<T> } = {
     return [
       ['commission_created', eventRow(e, c)],
       // The commission as first earned, on its sale's row (the what-if simulation's, issue 30).
-      [
-        'sales_current',
-        {
-          program_id: e.program_id,
-          sale_id: c.sale_id,
-          transaction_id: '',
-          customer_id: null,
-          partner_id: null,
-          amount_cents: 0,
-          refunded_cents: 0,
-          currency: '',
-          occurred_at: null,
-          is_recurring: false,
-          test: e.test,
-          recorded_status: '',
-          changed_status: '',
-          status_changed_at: null,
-          commission_cents: c.amount_cents,
-        },
-      ],
+      saleRow(e, c.sale_id, { commission_cents: c.amount_cents }),
       ['commissions_current', Object.assign({ program_id: e.program_id }, c, { reversed_at: null, state_version: CREATED })],
       commissionFact(e, c, c.status !== 'reversed', CREATED),
     ];

@@ -60,8 +60,10 @@ describe.each(databaseKinds())('the ledger (%s)', (kind) => {
     const rest = (await get(`${p.base}/partners/${p.partnerId}/ledger?limit=10&cursor=${first.next_cursor}`, p.member)).json();
     expect(rest.data.map((x: { amount_minor: number }) => x.amount_minor)).toEqual([3_000, 4_000, 5_000]);
     expect(rest).toMatchObject({ has_more: false, next_cursor: null });
-    // The program's terms as first set are its rule version 1 (issue 30), recorded on each commission entry.
-    expect(rest.data[0]).toMatchObject({ kind: 'commission', currency: 'USD', payout_id: null, rule_version: 1 });
+    // The program's terms as first set are its first rule version (issue 30), whose id each commission entry records.
+    const [firstVersion] = (await get(`${p.base}/commission-rules`, p.member)).json().data;
+    expect(firstVersion).toMatchObject({ version: 1 });
+    expect(rest.data[0]).toMatchObject({ kind: 'commission', currency: 'USD', payout_id: null, rule_version: firstVersion.id });
   });
 
   it('a manual adjustment with an Idempotency-Key is written once; the key reused for another request is 409', async () => {
