@@ -116,7 +116,7 @@ const q = {
   // One round trip by primary key; a key principal passes no user, so no member row joins.
   program: sql(
     'access.program',
-    `SELECT p.workspace_id AS "workspaceId", p.created_at AS "createdAt", m.role
+    `SELECT p.workspace_id AS "workspaceId", p.created_at AS "createdAt", p.reporting_currency AS "reportingCurrency", m.role
        FROM programs p LEFT JOIN members m ON m.workspace_id = p.workspace_id AND m.user_id = $2
       WHERE p.id = $1`,
   ),
@@ -127,6 +127,8 @@ export interface AuthorizedProgram {
   id: number;
   workspaceId: number;
   createdAt: Date;
+  /** The currency of its converted totals (issue 30), read with the rest: the performance answers need no second read. */
+  reportingCurrency: string;
 }
 
 export type ProgramAuthorization =
@@ -137,11 +139,13 @@ export type ProgramAuthorization =
 
 /** May the principal do `permission` on the program? Tells an unknown program apart; the HTTP table decides whether to show it. */
 export async function authorizeProgram(db: Database, principal: Principal, permission: Permission, programId: number): Promise<ProgramAuthorization> {
-  const row = await db.one<{ workspaceId: number; createdAt: Date; role: Role | null }>(q.program, [programId, userOf(principal)]);
+  const row = await db.one<{ workspaceId: number; createdAt: Date; reportingCurrency: string; role: Role | null }>(q.program, [programId, userOf(principal)]);
   if (!row) return { outcome: 'unknown-program' };
   const workspaceId = Number(row.workspaceId);
   const decision = decide(principal, { workspaceId, programId, role: row.role }, permission);
-  if (decision === 'allowed') return { outcome: 'allowed', program: { id: programId, workspaceId, createdAt: row.createdAt } };
+  if (decision === 'allowed') {
+    return { outcome: 'allowed', program: { id: programId, workspaceId, createdAt: row.createdAt, reportingCurrency: row.reportingCurrency } };
+  }
   return decision === 'not-member' ? { outcome: 'not-member' } : { outcome: 'missing-permission', permission };
 }
 

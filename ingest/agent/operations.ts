@@ -8,7 +8,6 @@ import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { clicksPage } from '../../queries/clicks.js';
 import { performanceWithReporting } from '../../queries/reporting-totals.js';
-import { reportingOf } from '../../domain/fx/reporting.js';
 import type { AgentScope, AuthorizedProgram } from '../../domain/access/access.js';
 import type { AuditContext } from '../../domain/audit/audit.js';
 import { commissionReconciliation, commissionsPage, partnersPage, programCounts, programsOfWorkspace, salesPage, topPartners, type ListFilter } from '../../domain/agent/reads.js';
@@ -89,7 +88,7 @@ const performanceOf = async (ctx: AgentContext, query: z.output<typeof Performan
   performanceWithReporting(
     requireWarehouse(ctx),
     { programId: programIdOf(ctx), programCreatedAt: ctx.program!.createdAt, query, now: ctx.clock() },
-    await reportingOf(ctx.db, programIdOf(ctx)),
+    { workspaceId: ctx.program!.workspaceId, reportingCurrency: ctx.program!.reportingCurrency },
   );
 
 export const OPERATIONS: readonly AgentOperation[] = [

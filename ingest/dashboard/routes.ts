@@ -3,7 +3,6 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Database } from '../../core/db.js';
 import type { Warehouse } from '../../core/warehouse.js';
 import { performanceWithReporting } from '../../queries/reporting-totals.js';
-import { reportingOf } from '../../domain/fx/reporting.js';
 import { integrationFacts, integrationStatus } from '../../domain/programs/integration-status.js';
 import { webhookHealth } from '../../domain/webhooks/endpoints.js';
 import { createAuth } from '../http/auth.js';
@@ -52,10 +51,11 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (fastify
     async (request) => {
       if (!warehouse) throw new Error('no warehouse is configured: performance figures cannot be read');
       const { programId } = request.params;
+      const { createdAt, workspaceId, reportingCurrency } = request.authorizedProgram!;
       return performanceWithReporting(
         warehouse,
-        { programId, programCreatedAt: request.authorizedProgram!.createdAt, query: request.query, now: clock() },
-        await reportingOf(db, programId),
+        { programId, programCreatedAt: createdAt, query: request.query, now: clock() },
+        { workspaceId, reportingCurrency },
       );
     },
   );

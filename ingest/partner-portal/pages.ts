@@ -111,15 +111,19 @@ async function programSection(deps: PortalPageDeps, s: PortalSession, p: PortalP
   const [links, perf] = await Promise.all([
     partnerLinks(db, s, p.id),
     warehouse
-      ? performanceWithReporting(
-          warehouse,
-          { programId: p.id, programCreatedAt: p.created_at, query: { period: '30d' }, now: clock(), partnerId: s.partnerId },
-          await reportingOf(db, p.id),
-        ).catch((err: unknown) => {
-          // The rest of the page (Postgres) still helps the partner: the figures say they are unavailable.
-          deps.log?.error({ err }, 'portal figures could not be read');
-          return undefined;
-        })
+      ? reportingOf(db, p.id)
+          .then((reporting) =>
+            performanceWithReporting(
+              warehouse,
+              { programId: p.id, programCreatedAt: p.created_at, query: { period: '30d' }, now: clock(), partnerId: s.partnerId },
+              reporting,
+            ),
+          )
+          .catch((err: unknown) => {
+            // The rest of the page (Postgres) still helps the partner: the figures say they are unavailable.
+            deps.log?.error({ err }, 'portal figures could not be read');
+            return undefined;
+          })
       : Promise.resolve(undefined),
   ]);
   const linkRows = links.map((l) => {

@@ -214,7 +214,7 @@ describe.each(databaseKinds())('authentication and permissions on %s', (kind) =>
     const member = await principalOf(program.workspace.memberToken);
     const outsider = await principalOf(stranger.ownerToken);
     const allowed = await authorizeProgram(t.db, member, 'tracking:read', program.programId);
-    expect(allowed).toEqual({ outcome: 'allowed', program: { id: program.programId, workspaceId: program.workspace.workspaceId, createdAt: expect.any(Date) } });
+    expect(allowed).toEqual({ outcome: 'allowed', program: { id: program.programId, workspaceId: program.workspace.workspaceId, createdAt: expect.any(Date), reportingCurrency: 'USD' } });
     expect(await authorizeProgram(t.db, owner, 'api_key:manage', program.programId)).toMatchObject({ outcome: 'allowed' });
     expect(await authorizeProgram(t.db, member, 'api_key:manage', program.programId)).toEqual({ outcome: 'missing-permission', permission: 'api_key:manage' });
     expect(await authorizeProgram(t.db, outsider, 'tracking:read', program.programId)).toEqual({ outcome: 'not-member' });
