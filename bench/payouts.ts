@@ -59,13 +59,14 @@ const seed = {
   commissions: sql(
     'bench_payouts.commissions',
     `INSERT INTO commissions (sale_id, program_id, partner_id, commission_type, commission_rate, amount_cents, currency, status, created_at,
-                              available_at, approved_at, reversed_at)
+                              available_at, approved_at, reversed_at, in_hold)
      SELECT s.id, s.program_id, s.partner_id, 'percent', 10, round(s.amount_cents * 0.1), s.currency,
             CASE WHEN h % 100 = 0 THEN 'pending' WHEN h % 100 = 1 THEN 'pending' WHEN h % 25 = 2 THEN 'reversed' ELSE 'approved' END,
             s.created_at,
             CASE WHEN h % 100 = 0 THEN now() + interval '10 days' WHEN h % 100 = 1 THEN now() - interval '1 hour' ELSE s.created_at - interval '30 days' END,
             CASE WHEN h % 100 IN (0, 1) OR h % 25 = 2 THEN NULL ELSE s.created_at - interval '30 days' END,
-            CASE WHEN h % 25 = 2 THEN s.created_at + interval '1 day' END
+            CASE WHEN h % 25 = 2 THEN s.created_at + interval '1 day' END,
+            h % 100 IN (0, 1)
        FROM (SELECT *, abs(hashtext(transaction_id)) AS h FROM sale_events WHERE program_id = $1) s`,
   ),
   entries: sql(

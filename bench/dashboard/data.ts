@@ -94,10 +94,12 @@ const gen = {
   // One commission per real sale, written a minute after it; reversed when the sale was.
   commissions: sql(
     'bench.dashboard.commissions',
-    `INSERT INTO commissions (sale_id, program_id, partner_id, commission_type, commission_rate, amount_cents, currency, status, created_at, available_at, reversed_at)
+    `INSERT INTO commissions (sale_id, program_id, partner_id, commission_type, commission_rate, amount_cents, currency, status, created_at, available_at, reversed_at,
+                             in_hold)
      SELECT id, program_id, partner_id, 'percent', 10, amount_cents / 10, currency,
             CASE WHEN status = 'paid' THEN 'pending' ELSE 'reversed' END,
-            occurred_at + interval '1 minute', occurred_at + interval '1 minute', CASE WHEN status = 'paid' THEN NULL ELSE updated_at END
+            occurred_at + interval '1 minute', occurred_at + interval '1 minute', CASE WHEN status = 'paid' THEN NULL ELSE updated_at END,
+            status = 'paid'
        FROM sale_events WHERE program_id = $1::bigint AND NOT test`,
   ),
   program: sql(

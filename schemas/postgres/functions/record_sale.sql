@@ -32,7 +32,11 @@ DECLARE
   skipped text;
   flags jsonb;
 BEGIN
-  PERFORM refuse_duplicate_sale(p_program_id, p_transaction_id, p_test);
+  -- A real sale's transaction_id checked in place (one index probe): a plpgsql call costs more than
+  -- its statement, and this runs on every sale; refuse_duplicate_sale raises for a taken one.
+  IF p_test OR EXISTS (SELECT 1 FROM sale_events WHERE transaction_id = p_transaction_id AND NOT test) THEN
+    PERFORM refuse_duplicate_sale(p_program_id, p_transaction_id, p_test);
+  END IF;
 
   IF NOT p_test THEN
     -- Issue 31: a promo code or processor promotion id attributes a customer with no attribution yet
@@ -175,12 +179,12 @@ BEGIN
       END IF;
       -- Pending until the program's hold ends (available_at); with no hold, approved at once.
       INSERT INTO commissions (sale_id, program_id, partner_id, customer_id, commission_type, commission_rate, amount_cents, currency,
-                               status, available_at, approved_at, rule_version, held_at, hold_reasons)
+                               status, available_at, approved_at, rule_version, held_at, hold_reasons, in_hold)
       VALUES (s.id, s.program_id, c.partner_id, c.id, terms.commission_type, terms.commission_rate, commission, s.currency,
               CASE WHEN flags IS NOT NULL THEN 'held' WHEN terms.commission_hold_days = 0 THEN 'approved' ELSE 'pending' END,
               now() + make_interval(days => terms.commission_hold_days),
               CASE WHEN flags IS NULL AND terms.commission_hold_days = 0 THEN now() END, terms.rule_version,
-              CASE WHEN flags IS NOT NULL THEN now() END, flags)
+              CASE WHEN flags IS NOT NULL THEN now() END, flags, flags IS NULL AND terms.commission_hold_days > 0)
       RETURNING * INTO cm;
       INSERT INTO platform_fees (sale_id, commission_id, program_id, amount_cents, currency)
       VALUES (s.id, cm.id, s.program_id, platform_fee_cents(commission, p_fee_bps), s.currency)

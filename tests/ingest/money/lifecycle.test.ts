@@ -8,7 +8,7 @@ import { sql } from '../../../core/db.js';
 import { createLogger } from '../../../core/log.js';
 import { startCommissionSweeper, sweepOnce } from '../../../processors/commission-sweeper.js';
 import { databaseKinds } from '../../support/databases.js';
-import { commissionOf, endHolds, entries, eventsOf, moneyCounts, moneyProgram, moneyTestApp, sale } from '../../support/money.js';
+import { commissionOf, endHolds, entries, eventsOf, moneyCounts, moneyProgram, moneyTestApp, refund, sale } from '../../support/money.js';
 
 describe.each(databaseKinds())('commission lifecycle (%s)', (kind) => {
   const money = moneyTestApp(kind);
@@ -54,6 +54,21 @@ describe.each(databaseKinds())('commission lifecycle (%s)', (kind) => {
     const approved = await eventsOf(money.db, p.programId, 'commission.approved');
     expect(approved).toHaveLength(1);
     expect(approved[0]).toMatchObject({ commission_id: s.commissionId, by: 'hold_end', reason: null, amount_cents: 2_000 });
+  });
+
+  it('a commission reversed inside its hold stays reversed when the hold ends: the sweep closes the hold without an approval', async () => {
+    const p = await moneyProgram(money.app, money.db, { holdDays: 14 });
+    const kept = await sale(money.app, p, 20_000);
+    const refunded = await sale(money.app, p, 10_000);
+    await refund(money.app, p, refunded.transactionId);
+    // Both holds end (the refund left the reversed commission's hold open: 0065, a refund writes no index).
+    await money.db.many(sql('t.end_every_hold', `UPDATE commissions SET available_at = now() - interval '1 second' WHERE program_id = $1`), [p.programId]);
+    await sweepOnce(money.db);
+    expect((await commissionOf(money.db, refunded.transactionId)).stored).toBe('reversed');
+    expect((await commissionOf(money.db, kept.transactionId)).stored).toBe('approved');
+    expect((await eventsOf(money.db, p.programId, 'commission.approved')).map((e) => e.commission_id)).toEqual([kept.commissionId]);
+    const open = await money.db.one<{ n: number }>(sql('t.holds_open', `SELECT count(*)::int AS n FROM commissions WHERE program_id = $1 AND in_hold`), [p.programId]);
+    expect(open!.n).toBe(0);
   });
 
   it('a held commission is never approved by time alone', async () => {
