@@ -5,7 +5,7 @@
  */
 import { sql, type Queryable } from '../../core/db.js';
 import { COMMISSION_COLUMNS, commissionView, type CommissionView } from '../ledger/lifecycle.js';
-import { requirePartner } from '../ledger/entries.js';
+import { requirePartner, withPartnerName } from '../ledger/entries.js';
 
 /** One reason a commission is held: the rule (or cause) and its evidence (which email, IP, how many clicks, seconds). */
 export interface HoldReason {
@@ -14,6 +14,8 @@ export interface HoldReason {
 }
 
 export interface Review extends CommissionView {
+  /** The partner's name, which the console shows. */
+  partner_name: string | null;
   held_at: Date;
   reasons: HoldReason[];
   sale: { transaction_id: string; amount_minor: number; currency: string; occurred_at: Date };
@@ -32,21 +34,23 @@ export interface ReviewQuery {
 }
 
 const q = {
-  // commissions_held (program_id, held_at, id) WHERE status = 'held': only the queue is read.
+  // commissions_held (program_id, held_at, id) WHERE held_at IS NOT NULL (every commission ever held,
+  // 0065): the queue is those still held.
   page: sql(
     'fraud.reviews_page',
-    `SELECT ${COMMISSION_COLUMNS}, c.held_at, COALESCE(c.hold_reasons, '[]'::jsonb) AS reasons, c.held_at::text AS cursor_at,
+    `${withPartnerName(`SELECT ${COMMISSION_COLUMNS}, c.held_at, COALESCE(c.hold_reasons, '[]'::jsonb) AS reasons, c.held_at::text AS cursor_at,
             s.transaction_id AS sale_transaction_id, s.amount_cents AS sale_amount, s.currency AS sale_currency, s.occurred_at AS sale_occurred_at
        FROM commissions c
        JOIN sale_events s ON s.id = c.sale_id
-      WHERE c.program_id = $1 AND c.status = 'held' AND ($2::bigint IS NULL OR c.partner_id = $2::bigint)
+      WHERE c.program_id = $1 AND c.held_at IS NOT NULL AND c.status = 'held' AND ($2::bigint IS NULL OR c.partner_id = $2::bigint)
         AND ($3::timestamptz IS NULL OR (c.held_at, c.id) > ($3::timestamptz, $4::uuid))
       ORDER BY c.held_at, c.id
-      LIMIT $5`,
+      LIMIT $5`)} ORDER BY page.held_at, page.id`,
   ),
 };
 
 type Row = CommissionView & {
+  partner_name: string | null;
   held_at: Date;
   reasons: HoldReason[];
   cursor_at: string;
@@ -63,8 +67,9 @@ export async function reviewPage(db: Queryable, programId: number, query: Review
   const kept = rows.slice(0, query.limit);
   const last = kept.at(-1);
   return {
-    items: kept.map(({ cursor_at: _at, sale_transaction_id, sale_amount, sale_currency, sale_occurred_at, held_at, reasons, ...c }) => ({
+    items: kept.map(({ cursor_at: _at, sale_transaction_id, sale_amount, sale_currency, sale_occurred_at, partner_name, held_at, reasons, ...c }) => ({
       ...commissionView(c),
+      partner_name,
       held_at,
       reasons,
       sale: { transaction_id: sale_transaction_id, amount_minor: Number(sale_amount), currency: sale_currency, occurred_at: sale_occurred_at },

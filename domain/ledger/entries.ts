@@ -58,6 +58,14 @@ export const entryView = (e: LedgerEntry): LedgerEntry => ({
   rule_version: e.rule_version === null ? null : Number(e.rule_version),
 });
 
+/**
+ * A page's query with each row's partner's name (partner_name, for the console's lists): the page
+ * is selected as it was, then its few rows joined to partners, so the name changes neither the
+ * page's plan nor its rows. The caller orders the outer select again (`page.<column>`).
+ */
+export const withPartnerName = (page: string) =>
+  `SELECT page.*, pa.name AS partner_name FROM (${page}) page LEFT JOIN partners pa ON pa.id = page.partner_id`;
+
 /** The partner has a record in the program (any state); otherwise partner_not_found, as for another workspace's id. */
 export async function requirePartner(db: Queryable, programId: number, partnerId: number): Promise<void> {
   if (!(await db.one(q.partner, [programId, partnerId]))) throw refused({ reason: 'partner_not_found' });

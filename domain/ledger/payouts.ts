@@ -8,6 +8,7 @@ import { sql, type Database, type Queryable } from '../../core/db.js';
 import type { PayoutPayload, PayoutStatus } from '../../schemas/event-contract.js';
 import { recordAudit, type AuditContext } from '../audit/audit.js';
 import { refused } from '../errors.js';
+import { withPartnerName } from './entries.js';
 import { isUuid } from './lifecycle.js';
 
 export type { PayoutStatus };
@@ -27,12 +28,12 @@ const q = {
   lock: sql('payouts.lock', `SELECT ${PAYOUT_COLUMNS} FROM payouts p WHERE p.program_id = $1 AND p.id = $2::uuid FOR UPDATE`),
   page: sql(
     'payouts.page',
-    `SELECT ${PAYOUT_COLUMNS}, p.created_at::text AS cursor_at
+    `${withPartnerName(`SELECT ${PAYOUT_COLUMNS}, p.created_at::text AS cursor_at
        FROM payouts p
       WHERE p.program_id = $1 AND ($2::text IS NULL OR p.status = $2) AND ($3::bigint IS NULL OR p.partner_id = $3)
         AND ($4::timestamptz IS NULL OR (p.created_at, p.id::text) > ($4::timestamptz, $5::text))
       ORDER BY p.created_at, p.id::text
-      LIMIT $6`,
+      LIMIT $6`)} ORDER BY page.created_at, page.id::text`,
   ),
 };
 
@@ -85,15 +86,18 @@ export interface PayoutFilter {
   limit: number;
 }
 
+/** A payout of the list: with its partner's name, which the console shows. */
+export type ListedPayout = Payout & { partner_name: string | null };
+
 /** A program's payouts, oldest first, a page at a time. */
-export async function payoutsPage(db: Queryable, programId: number, f: PayoutFilter): Promise<{ items: Payout[]; next: { at: string; id: string } | undefined }> {
-  const rows = await db.many<Payout & { cursor_at: string }>(q.page, [
+export async function payoutsPage(db: Queryable, programId: number, f: PayoutFilter): Promise<{ items: ListedPayout[]; next: { at: string; id: string } | undefined }> {
+  const rows = await db.many<ListedPayout & { cursor_at: string }>(q.page, [
     programId, f.status ?? null, f.partnerId ?? null, f.after?.at ?? null, f.after?.id ?? null, f.limit + 1,
   ]);
   const kept = rows.slice(0, f.limit);
   const last = kept.at(-1);
   return {
-    items: kept.map(({ cursor_at: _at, ...p }) => payoutView(p)),
+    items: kept.map(({ cursor_at: _at, partner_name, ...p }) => ({ ...payoutView(p), partner_name })),
     next: rows.length > f.limit && last ? { at: last.cursor_at, id: last.id } : undefined,
   };
 }

@@ -4,7 +4,7 @@ import { listCursor } from '../agent/cursor.js';
 import { M } from '../http/messages.js';
 import { programIdParam, type ZodApp } from '../http/schemas.js';
 import { config, moneyAccess, type MoneyContext } from './context.js';
-import { Commission, limit, moneyErrors, page, unknownQuery } from './schemas.js';
+import { ListedCommission, limit, moneyErrors, page, unknownQuery } from './schemas.js';
 import { commissionOut } from './views.js';
 
 const COMMISSION_STATUSES = ['pending', 'held', 'approved', 'processing', 'paid', 'reversed'] as const;
@@ -34,13 +34,13 @@ export function commissionListRoutes(app: ZodApp, { db, auth }: MoneyContext) {
         summary: "The program's commissions, newest first, optionally of one state and one partner (cursor pages)",
         params: programIdParam,
         querystring: CommissionsQuery,
-        response: { 200: page(Commission), ...moneyErrors },
+        response: { 200: page(ListedCommission), ...moneyErrors },
       },
     },
     async (request) => {
       const { status, partner_id: partnerId, cursor, limit: size } = request.query;
       const result = await commissionPage(db, request.params.programId, { status, partnerId, after: cursor, limit: size ?? 50 });
-      return { data: result.items.map(commissionOut), has_more: result.next !== undefined, next_cursor: result.next ? CommissionsCursor.encode(result.next) : null };
+      return { data: result.items.map((c) => ({ ...commissionOut(c), partner_name: c.partner_name })), has_more: result.next !== undefined, next_cursor: result.next ? CommissionsCursor.encode(result.next) : null };
     },
   );
 }

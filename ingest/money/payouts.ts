@@ -6,7 +6,7 @@ import { M } from '../http/messages.js';
 import { programIdParam, type ZodApp } from '../http/schemas.js';
 import { config, idempotencyKey, moneyAccess, type MoneyContext } from './context.js';
 import {
-  CreatePayoutsRequest, EmptyRequest, ExportQuery, MarkPaidRequest, Payout, PayoutParams, PayoutRun, PayoutsCursor, PayoutsQuery, data, moneyErrors, page,
+  CreatePayoutsRequest, EmptyRequest, ExportQuery, ListedPayout, MarkPaidRequest, Payout, PayoutParams, PayoutRun, PayoutsCursor, PayoutsQuery, data, moneyErrors, page,
 } from './schemas.js';
 import { payoutOut } from './views.js';
 
@@ -45,12 +45,21 @@ export function payoutRoutes(app: ZodApp, { db, auth, clock }: MoneyContext) {
     {
       config,
       ...read,
-      schema: { summary: "A program's payouts, oldest first (filters status, partner_id; cursor pages)", params: programIdParam, querystring: PayoutsQuery, response: { 200: page(Payout), ...moneyErrors } },
+      schema: {
+        summary: "A program's payouts, oldest first, each with its partner's name (filters status, partner_id; cursor pages)",
+        params: programIdParam,
+        querystring: PayoutsQuery,
+        response: { 200: page(ListedPayout), ...moneyErrors },
+      },
     },
     async (request) => {
       const q = request.query;
       const result = await payoutsPage(db, request.params.programId, { status: q.status, partnerId: q.partner_id, after: q.cursor, limit: q.limit ?? 50 });
-      return { data: result.items.map(payoutOut), has_more: result.next !== undefined, next_cursor: result.next ? PayoutsCursor.encode(result.next) : null };
+      return {
+        data: result.items.map((p) => ({ ...payoutOut(p), partner_name: p.partner_name })),
+        has_more: result.next !== undefined,
+        next_cursor: result.next ? PayoutsCursor.encode(result.next) : null,
+      };
     },
   );
 

@@ -4,8 +4,9 @@ import { config, moneyAccess, type MoneyContext } from './context.js';
 import { Review, ReviewsCursor, ReviewsQuery, moneyErrors, page } from './schemas.js';
 import { commissionOut } from './views.js';
 
-const reviewOut = ({ held_at, reasons, sale, ...c }: ReviewRow) => ({
+const reviewOut = ({ partner_name, held_at, reasons, sale, ...c }: ReviewRow) => ({
   ...commissionOut(c),
+  partner_name,
   held_at: held_at.toISOString(),
   reasons,
   sale: { ...sale, occurred_at: sale.occurred_at.toISOString() },

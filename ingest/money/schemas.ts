@@ -122,6 +122,12 @@ export const Commission = z.object({
   rule_version: z.number().int().nullable().describe('The commission rule version that computed it (GET .../commission-rules)'),
 });
 
+/** The lists the console shows name each commission's or payout's partner. */
+const partnerName = z.string().nullable().describe("The partner's name (null when the partner no longer exists)");
+
+/** A commission of GET .../commissions: with its partner's name. */
+export const ListedCommission = Commission.extend({ partner_name: partnerName });
+
 export const LedgerEntry = z.object({
   id: z.number().int(),
   kind: z.enum(['commission', 'adjustment', 'reversal', 'clawback', 'payout', 'manual']),
@@ -163,6 +169,9 @@ export const Payout = z.object({
   reference: z.string().nullable(),
 });
 
+/** A payout of GET .../payouts: with its partner's name. */
+export const ListedPayout = Payout.extend({ partner_name: partnerName });
+
 /** replayed: the Idempotency-Key named an earlier identical request, whose entry this is; nothing new was written. */
 export const AdjustmentOk = z.object({ data: LedgerEntry, replayed: z.boolean() });
 
@@ -202,6 +211,12 @@ export const Statement = z.object({
   digest: z.string().describe("SHA-256 (hex) of the statement's canonical JSON (RFC 8785) without the digest"),
 });
 
+/** GET .../statements/:period: the statement, and the names of its partners beside it (not part of the statement nor of its digest). */
+export const StatementOk = z.object({
+  data: Statement,
+  meta: z.object({ partners: z.array(z.object({ partner_id: z.number().int(), partner_name: partnerName })).describe("The name of each line's partner, for people") }),
+});
+
 export const data = <T extends z.ZodType>(shape: T) => z.object({ data: shape });
 export const page = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), has_more: z.boolean(), next_cursor: z.string().nullable() });
 
@@ -219,6 +234,7 @@ export const ReviewsQuery = z.strictObject(
 );
 
 export const Review = Commission.extend({
+  partner_name: partnerName,
   held_at: time.describe('When it was held'),
   reasons: z
     .array(

@@ -1,11 +1,11 @@
-import { statement } from '../../domain/ledger/statements.js';
+import { statement, statementPartnerNames } from '../../domain/ledger/statements.js';
 import { payoutSettings, updatePayoutSettings } from '../../domain/ledger/settings.js';
 import { auditContextOf } from '../http/audit.js';
 import { badRequest } from '../http/errors.js';
 import { M } from '../http/messages.js';
 import { programIdParam, type ZodApp } from '../http/schemas.js';
 import { config, type MoneyContext } from './context.js';
-import { PeriodParams, Settings, SettingsRequest, Statement, data, moneyErrors } from './schemas.js';
+import { PeriodParams, Settings, SettingsRequest, StatementOk, data, moneyErrors } from './schemas.js';
 
 /** YYYY-MM of a time, in UTC. */
 const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
@@ -18,16 +18,19 @@ export function statementRoutes(app: ZodApp, { db, auth, clock }: MoneyContext) 
       config,
       ...auth.require('management', 'tracking:read'),
       schema: {
-        summary: 'The statement of a UTC month: per partner and currency opening, movements by kind, closing; program totals; the digest',
+        summary:
+          "The statement of a UTC month: per partner and currency opening, movements by kind, closing; program totals; the digest. " +
+          "Beside it (meta), each line's partner's name",
         params: PeriodParams,
-        response: { 200: data(Statement), ...moneyErrors },
+        response: { 200: StatementOk, ...moneyErrors },
       },
     },
     async (request) => {
       const { programId, period } = request.params;
       // YYYY-MM compares as text; the current month is allowed (its statement so far).
       if (period > monthOf(clock())) throw badRequest(M.money.futurePeriod);
-      return { data: await statement(db, programId, period) };
+      const data = await statement(db, programId, period);
+      return { data, meta: { partners: await statementPartnerNames(db, data) } };
     },
   );
 

@@ -236,6 +236,11 @@ describe.runIf(browserTestsRun())("the console's partner-program screens, as an 
     expect(held).toHaveLength(2);
     expect(await page.$$eval('#reviews-table li[data-reason]', (lis) => lis.map((li) => li.getAttribute('data-reason')))).toContain('fast_conversion');
     expect(await page.$$eval('#commissions-table tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-status')))).toEqual(['held', 'held']);
+    // Each partner by its name (the lists' partner_name), in both tables.
+    const partnerCells = (table: string) => page.$$eval(`#${table} tbody tr td:nth-child(2)`, (tds) => tds.map((td) => td.textContent));
+    expect(await partnerCells('reviews-table')).toEqual(['Ada Lovelace', 'Ada Lovelace']);
+    expect(await partnerCells('commissions-table')).toEqual(['Ada Lovelace', 'Ada Lovelace']);
+    expect(await page.getAttribute(`#reviews-table button[data-decide="approve"]`, 'aria-label')).toMatch(/^Approve the commission of \$\d+\.\d{2} for Ada Lovelace$/);
     expect(await axeViolations(page)).toEqual([]);
     await screenshot(page, 'program-owner-commissions');
 

@@ -216,7 +216,8 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
 
     await page.click('#payout-run-form button[type="submit"]');
     await page.waitForSelector('#payout-done:has-text("1 payout created.")');
-    expect((await payoutRows()).map((r) => r.slice(0, 3))).toEqual([[`Partner ${adaId}`, '$15.00', 'Pending']]);
+    // Partners by their name (the list's partner_name); the CSVs keep the id, then the name.
+    expect((await payoutRows()).map((r) => r.slice(0, 3))).toEqual([['Ada Lovelace', '$15.00', 'Pending']]);
     await page.click('button[data-cancel-payout]');
     await page.waitForSelector('#payout-done:has-text("Canceled")');
     await ready('money');
@@ -240,16 +241,17 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
     const paid = (await send(base, 'GET', `/api/tracking/programs/${programId}/payouts?status=paid`, undefined, brand.ownerToken)).data;
     expect(paid).toMatchObject([{ partner_id: adaId, amount_minor: 1_500, currency: 'USD', reference: 'batch-42' }]);
     const payoutsCsv = await download('payouts');
-    expect(payoutsCsv.split('\r\n')[0]).toBe('Partner,Amount,Currency,Status,Cutoff,Commissions,Paid or canceled,Reference,Payout id');
-    expect(payoutsCsv).toContain(`${adaId},15.00,USD,paid,`);
+    expect(payoutsCsv.split('\r\n')[0]).toBe('Partner,Partner name,Amount,Currency,Status,Cutoff,Commissions,Paid or canceled,Reference,Payout id');
+    expect(payoutsCsv).toContain(`${adaId},Ada Lovelace,15.00,USD,paid,`);
 
     // This month's statement: Ada's commissions in, the payout out, nothing left; the digest of the API.
     const statement = (await send(base, 'GET', `/api/tracking/programs/${programId}/statements/${new Date().toISOString().slice(0, 7)}`, undefined, brand.ownerToken)).data;
     expect(await page.textContent('#statement-digest')).toBe(statement.digest);
     const line = (await page.$$eval('#statement-table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim()))))[0]!;
-    expect(line).toEqual([`Partner ${adaId} · USD`, '$0.00', '$15.00', '$0.00', '-$15.00', '$0.00']);
+    expect(line).toEqual(['Ada Lovelace · USD', '$0.00', '$15.00', '$0.00', '-$15.00', '$0.00']);
     const statementCsv = await download('statement');
-    expect(statementCsv.split('\r\n')[0]).toBe('Partner,Currency,Opening,Commissions,Adjustments,Reversals,Clawbacks,Manual,Payouts,Closing');
+    expect(statementCsv.split('\r\n')[0]).toBe('Partner,Partner name,Currency,Opening,Commissions,Adjustments,Reversals,Clawbacks,Manual,Payouts,Closing');
+    expect(statementCsv.split('\r\n')[1]).toBe(`${adaId},Ada Lovelace,USD,0.00,15.00,0.00,0.00,0.00,0.00,-15.00,0.00`);
     expect(await axeViolations(page), 'money with rows').toEqual([]);
     await screenshot(page, 'owner-money');
   });

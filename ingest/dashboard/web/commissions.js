@@ -18,7 +18,8 @@ const REASON_WORDS = {
   partner_banned: 'Partner banned',
 };
 const money = (minor, currency) => formatMoney(minor / 100, { currency });
-const partner = (id) => `Partner ${id}`;
+/** The partner's name as the lists give it (partner_name); its id where it has none. */
+const partner = (c) => c.partner_name ?? `Partner ${c.partner_id}`;
 const when = (iso) => (iso ? timeFormat.format(new Date(iso)) : '–');
 
 /** "Fast conversion (seconds: 3, click_id: …)": the rule and its evidence as the API gives it. */
@@ -31,7 +32,7 @@ const reasonText = (r) => {
 
 /** A reason, approve, reject: owners' (disabled for a member, who reads the queue; the API refuses them anyway). */
 function reviewActions(c) {
-  const label = `the commission of ${money(c.amount_minor, c.currency)} for ${partner(c.partner_id)}`;
+  const label = `the commission of ${money(c.amount_minor, c.currency)} for ${partner(c)}`;
   const member = !isOwner();
   return h(
     'form',
@@ -44,7 +45,8 @@ function reviewActions(c) {
 
 const REVIEW_COLUMNS = [
   { label: 'Held', text: (c) => when(c.held_at), csv: (c) => c.held_at },
-  { label: 'Partner', text: (c) => partner(c.partner_id), csv: (c) => c.partner_id },
+  { label: 'Partner', text: partner, csv: (c) => c.partner_id },
+  { label: 'Partner name', text: null, csv: (c) => c.partner_name ?? '' },
   { label: 'Commission', text: (c) => money(c.amount_minor, c.currency), csv: (c) => (c.amount_minor / 100).toFixed(2) },
   { label: 'Currency', text: null, csv: (c) => c.currency },
   { label: 'Sale', text: (c) => `${c.sale.transaction_id} · ${money(c.sale.amount_minor, c.sale.currency)} · ${when(c.sale.occurred_at)}`, csv: (c) => c.sale.transaction_id },
@@ -55,7 +57,8 @@ const REVIEW_COLUMNS = [
 
 const COMMISSION_COLUMNS = [
   { label: 'Created', text: (c) => when(c.created_at), csv: (c) => c.created_at },
-  { label: 'Partner', text: (c) => partner(c.partner_id), csv: (c) => c.partner_id },
+  { label: 'Partner', text: partner, csv: (c) => c.partner_id },
+  { label: 'Partner name', text: null, csv: (c) => c.partner_name ?? '' },
   { label: 'Amount', text: (c) => money(c.amount_minor, c.currency), csv: (c) => (c.amount_minor / 100).toFixed(2) },
   { label: 'Currency', text: null, csv: (c) => c.currency },
   { label: 'Status', text: (c) => h('span', { class: `state state-${c.status}`, text: STATUS_WORDS[c.status] ?? c.status }), csv: (c) => c.status },

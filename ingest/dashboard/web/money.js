@@ -1,7 +1,9 @@
 /* global fetch, document, URL, URLSearchParams, setTimeout */
 // The money screen, on the ledger's API (issue 34): the program's payouts (owners create a run,
 // mark one paid with its reference, cancel one, download the file for a payout provider) and a
-// UTC month's statement with its digest. Two requests: GET .../payouts and .../statements/:period.
+// UTC month's statement with its digest. Two requests: GET .../payouts and .../statements/:period;
+// partners are named as the payouts give them (partner_name) and the statement's answer beside it
+// (meta.partners: the statement itself, and its digest, name them by id only).
 // Balances per partner are on the partners screen; the commissions and their review queue on the
 // commissions screen (commissions.js).
 import { api } from './api.js';
@@ -14,22 +16,26 @@ const STATUS_WORDS = { pending: 'Pending', paid: 'Paid', canceled: 'Canceled' };
 /** Integer minor units and their currency, as the page shows money (two decimals). */
 const money = (minor, currency) => formatMoney(minor / 100, { currency });
 const major = (minor) => (minor / 100).toFixed(2);
-const partner = (id) => `Partner ${id}`;
+/** A partner's name (the payouts' partner_name, the statement's meta.partners), its id where it has none. */
+const partner = (id, name) => name ?? `Partner ${id}`;
+/** The names of the statement shown, by partner id. */
+let statementNames = new Map();
 
 function payoutActions(p) {
   if (p.status !== 'pending') return '';
-  const reference = h('input', { name: 'reference', required: true, maxlength: 200, 'aria-label': `Payment reference for the payout of ${partner(p.partner_id)}`, placeholder: 'Reference' });
+  const reference = h('input', { name: 'reference', required: true, maxlength: 200, 'aria-label': `Payment reference for the payout of ${partner(p.partner_id, p.partner_name)}`, placeholder: 'Reference' });
   return h(
     'form',
     { class: 'row-form', 'data-payout-id': p.id },
     reference,
-    h('button', { type: 'submit', class: 'small', 'aria-label': `Mark paid: the payout of ${partner(p.partner_id)}`, text: 'Mark paid' }),
-    h('button', { type: 'button', class: 'ghost small', 'data-cancel-payout': p.id, 'aria-label': `Cancel the payout of ${partner(p.partner_id)}`, text: 'Cancel' }),
+    h('button', { type: 'submit', class: 'small', 'aria-label': `Mark paid: the payout of ${partner(p.partner_id, p.partner_name)}`, text: 'Mark paid' }),
+    h('button', { type: 'button', class: 'ghost small', 'data-cancel-payout': p.id, 'aria-label': `Cancel the payout of ${partner(p.partner_id, p.partner_name)}`, text: 'Cancel' }),
   );
 }
 
 const PAYOUT_COLUMNS = [
-  { label: 'Partner', text: (p) => partner(p.partner_id), csv: (p) => p.partner_id },
+  { label: 'Partner', text: (p) => partner(p.partner_id, p.partner_name), csv: (p) => p.partner_id },
+  { label: 'Partner name', text: null, csv: (p) => p.partner_name ?? '' },
   { label: 'Amount', text: (p) => money(p.amount_minor, p.currency), csv: (p) => major(p.amount_minor) },
   { label: 'Currency', text: null, csv: (p) => p.currency },
   { label: 'Status', text: (p) => h('span', { class: `state state-${p.status}`, text: STATUS_WORDS[p.status] ?? p.status }), csv: (p) => p.status },
@@ -48,7 +54,8 @@ const PAYOUT_COLUMNS = [
 // Adjustments, reversals and clawbacks are one column on the screen (what partial and full refunds
 // and chargebacks took back); the CSV keeps each kind, and the manual entries.
 const STATEMENT_COLUMNS = [
-  { label: 'Partner', text: (r) => `${partner(r.partner_id)} · ${r.currency}`, csv: (r) => r.partner_id },
+  { label: 'Partner', text: (r) => `${partner(r.partner_id, statementNames.get(r.partner_id))} · ${r.currency}`, csv: (r) => r.partner_id },
+  { label: 'Partner name', text: null, csv: (r) => statementNames.get(r.partner_id) ?? '' },
   { label: 'Currency', text: null, csv: (r) => r.currency },
   { label: 'Opening', text: (r) => money(r.opening, r.currency), csv: (r) => major(r.opening) },
   { label: 'Commissions', text: (r) => money(r.commissions, r.currency), csv: (r) => major(r.commissions) },
@@ -75,7 +82,7 @@ export async function loadMoney(signal, current) {
     const [payouts, statement] = await Promise.all([api(`${base}/payouts?${query}`, signal), api(`${base}/statements/${$('statement-period').value}`, signal)]);
     if (!current()) return 'stale';
     renderPayouts(payouts);
-    renderStatement(statement.data);
+    renderStatement(statement.data, statement.meta);
     return 'ready';
   } catch (error) {
     if (!current()) return 'stale';
@@ -90,7 +97,8 @@ function renderPayouts(page) {
   $('money-summary').textContent = `${formatCount(page.data.length)}${page.has_more ? '+' : ''} payout${page.data.length === 1 ? '' : 's'} shown, oldest first`;
 }
 
-function renderStatement(s) {
+function renderStatement(s, meta) {
+  statementNames = new Map(meta.partners.map((p) => [p.partner_id, p.partner_name ?? undefined]));
   renderTable($('statement-table'), 'statement', shown(STATEMENT_COLUMNS), s.partners, { csvColumns: STATEMENT_COLUMNS });
   $('statement-empty').hidden = s.partners.length > 0;
   $('statement-totals').replaceChildren(

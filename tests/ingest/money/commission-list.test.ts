@@ -28,14 +28,17 @@ describe.each(databaseKinds())('the commission list (%s)', (kind) => {
     const list = async (query: string, who = p.member) => {
       const res = await get(`${p.base}/commissions${query}`, who);
       expect(res.statusCode, res.body).toBe(200);
-      return res.json() as { data: { id: string; status: string; amount_minor: number; partner_id: number }[]; has_more: boolean; next_cursor: string | null };
+      return res.json() as { data: { id: string; status: string; amount_minor: number; partner_id: number; partner_name: string | null }[]; has_more: boolean; next_cursor: string | null };
     };
     const all = await list('');
     expect(all.data.map((x) => x.id)).toEqual([e, d, c, b, a]);
     expect(all.data.map((x) => x.status)).toEqual(['reversed', 'pending', 'pending', 'processing', 'processing']);
     expect(all.has_more).toBe(false);
-    // Each one as the single read shows it.
-    for (const x of all.data) expect(x).toEqual((await get(`${p.base}/commissions/${x.id}`, p.owner)).json().data);
+    // Each one as the single read shows it, with its partner's name.
+    for (const { partner_name, ...x } of all.data) {
+      expect(partner_name).toBe('Partner');
+      expect(x).toEqual((await get(`${p.base}/commissions/${x.id}`, p.owner)).json().data);
+    }
 
     expect((await list('?status=pending')).data.map((x) => x.id)).toEqual([d, c]);
     expect((await list('?status=reversed')).data.map((x) => x.id)).toEqual([e]);

@@ -205,7 +205,7 @@ describe.each(databaseKinds())('fraud review (%s)', (kind) => {
     expect(reviews.json()).toMatchObject({ has_more: false, next_cursor: null });
     expect(reviews.json().data).toEqual([
       expect.objectContaining({
-        id: self, partner_id: partnerId, status: 'held', amount_minor: 2_000, currency: 'USD', held_at: expect.any(String),
+        id: self, partner_id: partnerId, partner_name: 'Self referrer', status: 'held', amount_minor: 2_000, currency: 'USD', held_at: expect.any(String),
         reasons: [{ reason: 'self_referral', email: 'sam@partner.EXAMPLE', email_of: 'lead' }],
         sale: { transaction_id: expect.stringMatching(/^pi_fraud_/), amount_minor: 20_000, currency: 'USD', occurred_at: expect.any(String) },
       }),

@@ -146,6 +146,10 @@ describe.each(databaseKinds())('payouts (%s)', (kind) => {
     expect((await post(`${p.base}/payouts`, p.owner)).json().data.payouts[0].commission_ids).toEqual([b.commissionId]);
     const list = (await get(`${p.base}/payouts?status=canceled`, p.member)).json();
     expect(list.data.map((x: { id: string }) => x.id)).toEqual([second.id]);
+    // The list names the partner; otherwise each payout as its single read shows it.
+    const { partner_name, ...listed } = list.data[0];
+    expect(partner_name).toBe('Partner');
+    expect(listed).toEqual((await get(`${p.base}/payouts/${second.id}`, p.member)).json().data);
     expect((await get(`${p.base}/payouts/${second.id}`, p.member)).json().data.status).toBe('canceled');
   });
 
