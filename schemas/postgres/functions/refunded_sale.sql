@@ -3,6 +3,8 @@
 -- then the test one (/track/refund, whose request names no mode; test sales have their own
 -- namespace, 0010). Each lookup is served by one of the partial unique indexes on transaction_id:
 -- `ORDER BY test` over both read every sale of the program to find one.
+-- record_refund looks a real sale up in place first (one index probe, cheaper than this call:
+-- docs/performance.md, "Refunds and sales after the ledger"); keep the two lookups alike.
 CREATE OR REPLACE FUNCTION refunded_sale(p_program_id bigint, p_transaction_id text, p_test boolean) RETURNS sale_events
 LANGUAGE plpgsql AS $$
 DECLARE
