@@ -15,7 +15,7 @@
  * its payout, whose payout entry takes it out of `balance`.
  */
 import { sql, type Queryable } from '../../core/db.js';
-import { requirePartner } from './entries.js';
+import { requirePartner, withPartnerName } from './entries.js';
 
 export interface Balance {
   currency: string;
@@ -30,6 +30,9 @@ export interface Balance {
 export interface PartnerBalance extends Balance {
   partner_id: number;
 }
+
+/** A line of the program's balances: with its partner's name. */
+export type ListedBalance = PartnerBalance & { partner_name: string | null };
 
 /** A pending commission past its hold is approved (commission_state, written out for a whole set). */
 const STATE = `CASE WHEN c.status = 'pending' AND c.available_at <= now() THEN 'approved' ELSE c.status END`;
@@ -73,7 +76,11 @@ const sums = (inputs: string) => `WITH ${inputs},
 
 const q = {
   partner: sql('ledger.partner_balance', `${sums(PARTNER)} ORDER BY currency`),
-  program: sql('ledger.program_balances', `${sums(PROGRAM)} ORDER BY approved DESC, partner_id, currency LIMIT $2`),
+  // With each partner's name (svc payouts shows it): the page first, then its rows joined to partners.
+  program: sql(
+    'ledger.program_balances',
+    `${withPartnerName(`${sums(PROGRAM)} ORDER BY approved DESC, partner_id, currency LIMIT $2`)} ORDER BY page.approved DESC, page.partner_id, page.currency`,
+  ),
 };
 
 const numbers = <T extends Balance>(r: T): T => ({
@@ -93,8 +100,8 @@ export async function partnerBalances(db: Queryable, programId: number, partnerI
   return rows.map(({ partner_id: _p, ...r }) => numbers(r));
 }
 
-/** Every partner's balances in the program, the most approved first, at most `limit` rows. */
-export async function programBalances(db: Queryable, programId: number, limit: number): Promise<PartnerBalance[]> {
-  const rows = await db.many<PartnerBalance>(q.program, [programId, limit]);
+/** Every partner's balances in the program, with its name, the most approved first, at most `limit` rows. */
+export async function programBalances(db: Queryable, programId: number, limit: number): Promise<ListedBalance[]> {
+  const rows = await db.many<ListedBalance>(q.program, [programId, limit]);
   return rows.map((r) => ({ ...numbers(r), partner_id: Number(r.partner_id) }));
 }

@@ -60,11 +60,13 @@ export const entryView = (e: LedgerEntry): LedgerEntry => ({
 
 /**
  * A page's query with each row's partner's name (partner_name, for the console's lists): the page
- * is selected as it was, then its few rows joined to partners, so the name changes neither the
- * page's plan nor its rows. The caller orders the outer select again (`page.<column>`).
+ * is selected as it was, then each of its few rows looks its partner up by primary key, so the name
+ * changes neither the page's plan nor its rows. A sub-select rather than a join: a generic plan
+ * that expects one row would join the page to a scan of every partner (docs/performance.md, "The
+ * commission list's generic plan"). The caller orders the outer select again (`page.<column>`).
  */
 export const withPartnerName = (page: string) =>
-  `SELECT page.*, pa.name AS partner_name FROM (${page}) page LEFT JOIN partners pa ON pa.id = page.partner_id`;
+  `SELECT page.*, (SELECT pa.name FROM partners pa WHERE pa.id = page.partner_id) AS partner_name FROM (${page}) page`;
 
 /** The partner has a record in the program (any state); otherwise partner_not_found, as for another workspace's id. */
 export async function requirePartner(db: Queryable, programId: number, partnerId: number): Promise<void> {

@@ -28,6 +28,7 @@ export function payoutRoutes(app: ZodApp, { deps: { db }, auth }: CliRouteContex
           payouts: payouts.items.map((p) => ({
             id: p.id,
             partner_id: p.partner_id,
+            partner_name: p.partner_name,
             currency: p.currency,
             amount_minor: p.amount_minor,
             status: p.status,

@@ -133,6 +133,7 @@ export const PayoutsData = z.object({
     z.object({
       id: z.string(),
       partner_id: z.number().int(),
+      partner_name: z.string().nullable(),
       currency: z.string(),
       amount_minor: z.number().int(),
       status: z.enum(['pending', 'paid', 'canceled']),
@@ -145,6 +146,7 @@ export const PayoutsData = z.object({
   balances: z.array(
     z.object({
       partner_id: z.number().int(),
+      partner_name: z.string().nullable(),
       currency: z.string(),
       pending: z.number().int(),
       held: z.number().int(),

@@ -174,6 +174,7 @@ export interface PayoutsData {
   payouts: {
     id: string;
     partner_id: number;
+    partner_name: string | null;
     currency: string;
     amount_minor: number;
     status: 'pending' | 'paid' | 'canceled';
@@ -184,6 +185,7 @@ export interface PayoutsData {
   }[];
   balances: {
     partner_id: number;
+    partner_name: string | null;
     currency: string;
     pending: number;
     held: number;

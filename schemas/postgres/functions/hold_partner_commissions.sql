@@ -12,7 +12,7 @@ DECLARE
   ids uuid[];
   moved integer;
 BEGIN
-  -- A ban is rare: the program's commissions (commissions_program_time) filtered to the partner.
+  -- A ban is rare: the program's commissions (commissions_program_time_id) filtered to the partner.
   SELECT array_agg(id ORDER BY id) INTO ids FROM (
     SELECT c.id FROM commissions c
      WHERE c.program_id = p_program_id AND c.partner_id = p_partner_id AND c.status IN ('pending', 'approved')

@@ -71,13 +71,16 @@ describe.each(databaseKinds())('svc payouts (%s)', (kind) => {
     const run = await svc(['payouts', String(p.programId)]);
     expect(run.code, run.err).toBe(0);
     expect(run.out).toContain(`Balances of program ${p.programId}`);
-    expect(run.out).toMatch(new RegExp(`${p.partnerId}\\s+0\\.00 USD\\s+0\\.00 USD\\s+10\\.00 USD\\s+0\\.00 USD\\s+25\\.00 USD\\s+10\\.00 USD`));
-    expect(run.out).toMatch(/25\.00 USD\s+paid\s+1\s+\S+\s+PP-77/);
+    // Each partner by its name, with its id (names need not be unique).
+    const { name } = (await t.db.one<{ name: string }>(sql('t.partner_name', `SELECT name FROM partners WHERE id = $1`), [p.partnerId]))!;
+    const partner = `${name} (${p.partnerId})`.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    expect(run.out).toMatch(new RegExp(`${partner}\\s+0\\.00 USD\\s+0\\.00 USD\\s+10\\.00 USD\\s+0\\.00 USD\\s+25\\.00 USD\\s+10\\.00 USD`));
+    expect(run.out).toMatch(new RegExp(`${partner}\\s+25\\.00 USD\\s+paid\\s+1\\s+\\S+\\s+PP-77`));
 
     const json = await svc(['--json', 'payouts', String(p.programId)]);
     const data = JSON.parse(json.out);
-    expect(data.balances).toEqual([{ partner_id: p.partnerId, currency: 'USD', pending: 0, held: 0, approved: 1_000, processing: 0, paid: 2_500, balance: 1_000 }]);
-    expect(data.payouts).toEqual([expect.objectContaining({ amount_minor: 2_500, status: 'paid', commissions: 1, reference: 'PP-77' })]);
+    expect(data.balances).toEqual([{ partner_id: p.partnerId, partner_name: name, currency: 'USD', pending: 0, held: 0, approved: 1_000, processing: 0, paid: 2_500, balance: 1_000 }]);
+    expect(data.payouts).toEqual([expect.objectContaining({ partner_id: p.partnerId, partner_name: name, amount_minor: 2_500, status: 'paid', commissions: 1, reference: 'PP-77' })]);
   });
 
   it('a program of another advertiser is 404, no token is 401, a bad id a usage error', async () => {

@@ -13,6 +13,9 @@ const money = (minor: number, currency: string) => {
   return `${minor < 0 ? '-' : ''}${Math.trunc(abs / 100)}.${String(abs % 100).padStart(2, '0')} ${currency}`;
 };
 
+/** A partner as the console shows it: its name, with its id (names need not be unique). */
+const partnerOf = (r: { partner_id: number; partner_name: string | null }) => (r.partner_name === null ? String(r.partner_id) : `${r.partner_name} (${r.partner_id})`);
+
 const programIdOf = (value: string) => {
   if (!/^[1-9][0-9]{0,14}$/.test(value)) throw new InvalidArgumentError('a program id is a positive integer');
   return Number(value);
@@ -24,7 +27,7 @@ async function payouts(ctx: Context, programId: number) {
     ? table([
         ['PARTNER', 'PENDING', 'HELD', 'APPROVED', 'PROCESSING', 'PAID', 'BALANCE'],
         ...d.balances.map((b) => [
-          String(b.partner_id), money(b.pending, b.currency), money(b.held, b.currency), money(b.approved, b.currency),
+          partnerOf(b), money(b.pending, b.currency), money(b.held, b.currency), money(b.approved, b.currency),
           money(b.processing, b.currency), money(b.paid, b.currency), money(b.balance, b.currency),
         ]),
       ])
@@ -32,7 +35,7 @@ async function payouts(ctx: Context, programId: number) {
   const list = d.payouts.length
     ? table([
         ['PAYOUT', 'PARTNER', 'AMOUNT', 'STATUS', 'COMMISSIONS', 'CREATED', 'REFERENCE'],
-        ...d.payouts.map((p) => [p.id, String(p.partner_id), money(p.amount_minor, p.currency), p.status, String(p.commissions), p.created_at, p.reference ?? '-']),
+        ...d.payouts.map((p) => [p.id, partnerOf(p), money(p.amount_minor, p.currency), p.status, String(p.commissions), p.created_at, p.reference ?? '-']),
       ])
     : 'No payouts yet. An owner creates them in the console (POST .../payouts).';
   print(ctx, d, `Balances of program ${d.program_id}\n${balances}\n\nPayouts (latest 50)\n${list}`);
