@@ -76,7 +76,7 @@ const sums = (inputs: string) => `WITH ${inputs},
 
 const q = {
   partner: sql('ledger.partner_balance', `${sums(PARTNER)} ORDER BY currency`),
-  // With each partner's name (svc payouts shows it): the page first, then its rows joined to partners.
+  // With each partner's name (svc payouts shows it): the page first, then each row's name (withPartnerName).
   program: sql(
     'ledger.program_balances',
     `${withPartnerName(`${sums(PROGRAM)} ORDER BY approved DESC, partner_id, currency LIMIT $2`)} ORDER BY page.approved DESC, page.partner_id, page.currency`,

@@ -13,7 +13,7 @@ const money = (minor: number, currency: string) => {
   return `${minor < 0 ? '-' : ''}${Math.trunc(abs / 100)}.${String(abs % 100).padStart(2, '0')} ${currency}`;
 };
 
-/** A partner as the console shows it: its name, with its id (names need not be unique). */
+/** A partner by its name, with its id (names need not be unique). */
 const partnerOf = (r: { partner_id: number; partner_name: string | null }) => (r.partner_name === null ? String(r.partner_id) : `${r.partner_name} (${r.partner_id})`);
 
 const programIdOf = (value: string) => {
