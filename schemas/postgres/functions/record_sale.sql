@@ -23,6 +23,7 @@ DECLARE
   created boolean := false;
   converts boolean;
   terms record;
+  in_effect record;
   s sale_events;
   commission bigint;
   cm commissions;
@@ -92,25 +93,31 @@ BEGIN
       click_created := k.created_at;
     END IF;
 
-    -- The program's settings, whether the customer's partner-program record exists and the rule
-    -- version in effect at the sale's time for the partner's group, else the program's (issue 30),
-    -- in one read. Before the first version of its scope a sale takes the program's first; a program
-    -- written without any version (by hand) pays its row's terms, with no version.
-    SELECT v.id AS rule_version, COALESCE(v.commission_type, p.commission_type) AS commission_type,
-           COALESCE(v.commission_rate, p.commission_rate) AS commission_rate,
-           CASE WHEN v.id IS NULL THEN p.recurring_months ELSE v.recurring_months END AS recurring_months,
-           p.attribution_window_days, p.commission_hold_days, pp.id IS NOT NULL AS has_junction, p.fraud_rules
+    -- The program's settings and terms, whether the customer's partner-program record exists and
+    -- its group, in one read. The row holds the program's latest version (0068): the one in effect
+    -- for a partner in no group at or after its start. Otherwise (issue 30) the version in effect at
+    -- the sale's time for the partner's group, else the program's; before the first version of its
+    -- scope, the program's first. A program written without any version (by hand) pays its row's
+    -- terms, with no version.
+    SELECT p.rule_version, p.rule_version_from, p.commission_type, p.commission_rate, p.recurring_months,
+           p.attribution_window_days, p.commission_hold_days, pp.id IS NOT NULL AS has_junction, pp.group_id, p.fraud_rules
       INTO terms
-      FROM programs p
-      LEFT JOIN partner_programs pp ON pp.id = c.partner_program_id
-      LEFT JOIN LATERAL (
-        SELECT rv.id, rv.commission_type, rv.commission_rate, rv.recurring_months
-          FROM commission_rule_versions rv
-         WHERE rv.program_id = p.id AND (rv.group_id IS NULL OR rv.group_id = pp.group_id)
-         ORDER BY rv.effective_from <= occurred DESC, (rv.group_id IS NOT NULL AND rv.effective_from <= occurred) DESC,
-                  CASE WHEN rv.effective_from <= occurred THEN rv.effective_from END DESC NULLS LAST, rv.effective_from
-         LIMIT 1) v ON true
+      FROM programs p LEFT JOIN partner_programs pp ON pp.id = c.partner_program_id
      WHERE p.id = p_program_id;
+    IF terms.group_id IS NOT NULL OR terms.rule_version IS NULL OR occurred < terms.rule_version_from THEN
+      SELECT rv.id, rv.commission_type, rv.commission_rate, rv.recurring_months INTO in_effect
+        FROM commission_rule_versions rv
+       WHERE rv.program_id = p_program_id AND (rv.group_id IS NULL OR rv.group_id = terms.group_id)
+       ORDER BY rv.effective_from <= occurred DESC, (rv.group_id IS NOT NULL AND rv.effective_from <= occurred) DESC,
+                CASE WHEN rv.effective_from <= occurred THEN rv.effective_from END DESC NULLS LAST, rv.effective_from
+       LIMIT 1;
+      IF FOUND THEN
+        terms.rule_version := in_effect.id;
+        terms.commission_type := in_effect.commission_type;
+        terms.commission_rate := in_effect.commission_rate;
+        terms.recurring_months := in_effect.recurring_months;
+      END IF;
+    END IF;
     IF c.partner_program_id IS NULL OR NOT terms.has_junction THEN
       RAISE EXCEPTION 'refused' USING DETAIL = 'no_junction';
     END IF;
