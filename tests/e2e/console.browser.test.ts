@@ -217,7 +217,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
     await page.click('#payout-run-form button[type="submit"]');
     await page.waitForSelector('#payout-done:has-text("1 payout created.")');
     // Partners by their name (the list's partner_name); the CSVs keep the id, then the name.
-    expect((await payoutRows()).map((r) => r.slice(0, 3))).toEqual([['Ada Lovelace', '$15.00', 'Pending']]);
+    expect((await payoutRows()).map((r) => r.slice(0, 3))).toEqual([[`Ada Lovelace (${adaId})`, '$15.00', 'Pending']]);
     await page.click('button[data-cancel-payout]');
     await page.waitForSelector('#payout-done:has-text("Canceled")');
     await ready('money');
@@ -248,7 +248,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
     const statement = (await send(base, 'GET', `/api/tracking/programs/${programId}/statements/${new Date().toISOString().slice(0, 7)}`, undefined, brand.ownerToken)).data;
     expect(await page.textContent('#statement-digest')).toBe(statement.digest);
     const line = (await page.$$eval('#statement-table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim()))))[0]!;
-    expect(line).toEqual(['Ada Lovelace · USD', '$0.00', '$15.00', '$0.00', '-$15.00', '$0.00']);
+    expect(line).toEqual([`Ada Lovelace (${adaId}) · USD`, '$0.00', '$15.00', '$0.00', '-$15.00', '$0.00']);
     const statementCsv = await download('statement');
     expect(statementCsv.split('\r\n')[0]).toBe('Partner,Partner name,Currency,Opening,Commissions,Adjustments,Reversals,Clawbacks,Manual,Payouts,Closing');
     expect(statementCsv.split('\r\n')[1]).toBe(`${adaId},Ada Lovelace,USD,0.00,15.00,0.00,0.00,0.00,0.00,-15.00,0.00`);

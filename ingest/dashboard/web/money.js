@@ -16,8 +16,11 @@ const STATUS_WORDS = { pending: 'Pending', paid: 'Paid', canceled: 'Canceled' };
 /** Integer minor units and their currency, as the page shows money (two decimals). */
 const money = (minor, currency) => formatMoney(minor / 100, { currency });
 const major = (minor) => (minor / 100).toFixed(2);
-/** A partner's name (the payouts' partner_name, the statement's meta.partners), its id where it has none. */
-const partner = (id, name) => name ?? `Partner ${id}`;
+/**
+ * A partner as the money screen names it: its name (the payouts' partner_name, the statement's
+ * meta.partners) with its id, as `svc payouts` does, so that two partners of one name stay apart.
+ */
+const partner = (id, name) => (name ? `${name} (${id})` : `Partner ${id}`);
 /** The names of the statement shown, by partner id. */
 let statementNames = new Map();
 
