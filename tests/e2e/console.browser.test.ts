@@ -216,7 +216,7 @@ describe.runIf(browserTestsRun())('the console as an owner, in Chromium', () => 
 
     await page.click('#payout-run-form button[type="submit"]');
     await page.waitForSelector('#payout-done:has-text("1 payout created.")');
-    // Partners by their name (the list's partner_name); the CSVs keep the id, then the name.
+    // Partners by their name and id (the list's partner_name); the CSVs keep the id, then the name.
     expect((await payoutRows()).map((r) => r.slice(0, 3))).toEqual([[`Ada Lovelace (${adaId})`, '$15.00', 'Pending']]);
     await page.click('button[data-cancel-payout]');
     await page.waitForSelector('#payout-done:has-text("Canceled")');
