@@ -1,9 +1,9 @@
 /**
  * A program's commissions for the console (issue 33, point 5): newest first, filtered by the state
  * every read shows (commission_state) and by partner, in cursor pages. Reads through the
- * (program_id, created_at, id) index, in the page's order (0067); the stored status narrows a state filter before commission_state
- * decides it, so a filter does not call the payout lookup for every row. Each with its partner's
- * name, which the console shows.
+ * (program_id, created_at, id) index, in the page's order (0067); the stored status narrows a
+ * state filter before commission_state decides it, so a filter does not call the payout lookup
+ * for every row. Each with its partner's name, which the console shows.
  */
 import { sql, type Queryable } from '../../core/db.js';
 import { COMMISSION_COLUMNS, commissionView, type CommissionStatus, type CommissionView } from './lifecycle.js';
