@@ -4,16 +4,32 @@
 -- order: the function's result as {"ok": ...}, {"refused": reason, "hint": ...}, or
 -- {"failed": sqlstate, "message": ...}. A batch stays at 30 items or fewer: an item can take two
 -- subtransaction ids (a sale's commission has its own), and past 64 in one transaction every
--- other session's snapshots overflow to pg_subtrans.
+-- other session's snapshots overflow to pg_subtrans. Refunds go through record_refunds first, which
+-- writes the common ones for the whole batch at once (in a subtransaction of its own: if it fails,
+-- every item is written alone); the items it leaves take the loop.
 CREATE OR REPLACE FUNCTION record_batch(kind text, items jsonb, fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   item jsonb;
+  n integer := 0;
+  done jsonb[];
   results jsonb[] := '{}';
   message text;
   detail text;
   hint text;
 BEGIN
+  IF kind = 'refund' THEN
+    BEGIN
+      done := record_refunds(items);
+    EXCEPTION WHEN OTHERS THEN
+      done := NULL;
+    END;
+  END IF;
   FOR item IN SELECT value FROM jsonb_array_elements(items) LOOP
+    n := n + 1;
+    IF done[n] IS NOT NULL THEN
+      results := results || jsonb_build_object('ok', done[n]);
+      CONTINUE;
+    END IF;
     BEGIN
       results := results || jsonb_build_object('ok', CASE kind
         WHEN 'sale' THEN record_sale(item, fee_bps)
