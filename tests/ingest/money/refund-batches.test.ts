@@ -132,7 +132,7 @@ describe.each(databaseKinds())('refunds by the batch (%s)', (kind) => {
     const batchOutcome = await outcome(db, byBatch.programId, `${byBatch.programId}-`, since);
     const oneOutcome = await outcome(db, oneByOne.programId, `${oneByOne.programId}-`, since);
     expect(batchOutcome).toEqual(oneOutcome);
-    expect(batchOutcome.events.length).toBe(3 * 4 + 1 + 1);
+    expect(batchOutcome.events).toHaveLength(3 * 4 + 1 + 1);
   });
 
   it('record_refunds takes the plain items and leaves the others', async () => {
