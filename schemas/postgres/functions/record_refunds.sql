@@ -8,9 +8,9 @@
 -- - the sale recorded and still paid (else: not found, a test sale, or refunded already);
 -- - its commission still pending or held, so reversed with its fee (approved or paid ones need the
 --   payout lock and may take a clawback; a sale without a commission is left too, to keep this short).
--- Each sale and its commission are locked in the sales' id order, as record_refund locks them, so
--- that two batches wait for each other rather than deadlock; a statement that fails undoes this
--- function's writes and the caller runs every item alone.
+-- Sales and their commissions are locked in the sales' id order (a sale before its commission, as
+-- record_refund), so that two batches wait for each other rather than deadlock; a statement that
+-- fails undoes this function's writes and the caller runs every item alone.
 CREATE OR REPLACE FUNCTION record_refunds(items jsonb) RETURNS jsonb[] LANGUAGE plpgsql AS $$
 DECLARE
   answers jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(items)]);
