@@ -69,10 +69,10 @@ BEGIN
   WITH entry AS (
     INSERT INTO ledger_entries (program_id, partner_id, kind, amount_minor, currency, commission_id, sale_id, cause, created_at, available_at)
     SELECT c.program_id, c.partner_id, 'reversal', -c.amount_cents, c.currency, c.id, c.sale_id, 'refund:' || r.id, r.created_at, r.created_at
-      FROM unnest(taken) WITH ORDINALITY AS r (id, sale_id, program_id, reason, refund_reason, created_at, k)
+      FROM unnest(taken) WITH ORDINALITY AS r
       JOIN unnest(reversed) c ON c.sale_id = r.sale_id
      WHERE c.amount_cents > 0
-     ORDER BY r.k
+     ORDER BY r.ordinality
     RETURNING *
   )
   SELECT array_agg(ROW(entry.*)::ledger_entries) INTO entries FROM entry;
@@ -81,27 +81,27 @@ BEGIN
   INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
   SELECT event_type, 'sale:' || sale_id, program_id, false, occurred_at, payload
     FROM (
-      SELECT r.k, 1 AS step, 'sale.status_changed' AS event_type, r.sale_id, r.program_id, r.created_at AS occurred_at,
-             jsonb_build_object('sale_id', r.sale_id, 'transaction_id', items->(positions[r.k] - 1)->>'transaction_id',
+      SELECT r.ordinality, 1 AS step, 'sale.status_changed' AS event_type, r.sale_id, r.program_id, r.created_at AS occurred_at,
+             jsonb_build_object('sale_id', r.sale_id, 'transaction_id', items->(positions[r.ordinality] - 1)->>'transaction_id',
                                 'program_id', r.program_id, 'status', CASE r.reason WHEN 'refund' THEN 'refunded' ELSE 'chargeback' END,
                                 'reason', r.reason, 'refund_id', r.id, 'changed_at', r.created_at) AS payload
-        FROM unnest(taken) WITH ORDINALITY AS r (id, sale_id, program_id, reason, refund_reason, created_at, k)
+        FROM unnest(taken) WITH ORDINALITY AS r
       UNION ALL
-      SELECT r.k, 2, 'commission.reversed', r.sale_id, r.program_id, c.reversed_at, commission_reversed_event(c, e)
-        FROM unnest(taken) WITH ORDINALITY AS r (id, sale_id, program_id, reason, refund_reason, created_at, k)
+      SELECT r.ordinality, 2, 'commission.reversed', r.sale_id, r.program_id, c.reversed_at, commission_reversed_event(c, e)
+        FROM unnest(taken) WITH ORDINALITY AS r
         JOIN unnest(reversed) c ON c.sale_id = r.sale_id
         LEFT JOIN unnest(entries) e ON e.sale_id = r.sale_id
       UNION ALL
-      SELECT r.k, 3, 'platform_fee.reversed', r.sale_id, r.program_id, c.reversed_at, platform_fee_event(f, c)
-        FROM unnest(taken) WITH ORDINALITY AS r (id, sale_id, program_id, reason, refund_reason, created_at, k)
+      SELECT r.ordinality, 3, 'platform_fee.reversed', r.sale_id, r.program_id, c.reversed_at, platform_fee_event(f, c)
+        FROM unnest(taken) WITH ORDINALITY AS r
         JOIN unnest(reversed) c ON c.sale_id = r.sale_id
         JOIN unnest(fees) f ON f.sale_id = r.sale_id
     ) event
-   ORDER BY k, step;
+   ORDER BY ordinality, step;
 
   FOR answer IN
-    SELECT positions[r.k] AS n, r.id, r.sale_id, r.reason, r.created_at, c.id IS NOT NULL AS commission_reversed
-      FROM unnest(taken) WITH ORDINALITY AS r (id, sale_id, program_id, reason, refund_reason, created_at, k)
+    SELECT positions[r.ordinality] AS n, r.id, r.sale_id, r.reason, r.created_at, c.id IS NOT NULL AS commission_reversed
+      FROM unnest(taken) WITH ORDINALITY AS r
       LEFT JOIN unnest(reversed) c ON c.sale_id = r.sale_id
   LOOP
     answers[answer.n] := jsonb_build_object('refund_id', answer.id, 'sale_id', answer.sale_id,
