@@ -123,7 +123,8 @@ describe.each(databaseKinds())('refunds by the batch (%s)', (kind) => {
     const a = normalizer(`${byBatch.programId}-`);
     const b = normalizer(`${oneByOne.programId}-`);
     expect(a(batchAnswers)).toEqual(b(oneAnswers));
-    // The cases are what they say: three reversals, a clawback of the paid one, two repeats, a refusal.
+    // The cases are what they say: four reversals (pending, held, a chargeback, approved), a clawback
+    // of the paid one, two repeats, a refusal.
     expect((batchAnswers as { ok?: { recorded: boolean; commission_reversed: boolean } }[]).map((r) => r.ok && [r.ok.recorded, r.ok.commission_reversed])).toEqual([
       [true, true], [true, true], [true, true], [true, true], [true, false], [false, true], [false, true], undefined,
     ]);
