@@ -8,7 +8,9 @@
 -- and the ledger takes back what it paid (a clawback entry, netted into the partner's next payout).
 -- The entry's cause is the refund row, of which a sale has one: a retried request, a redelivered
 -- processor event or a replay writes no second entry. Refunds are idempotent: the first one stands,
--- and a repeat answers it with recorded false.
+-- and a repeat answers it with recorded false. A batch's plain refunds (pending or held commission)
+-- are written together by record_refunds, which must write and answer what this function does:
+-- tests/ingest/money/refund-batches.test.ts compares the two.
 CREATE OR REPLACE FUNCTION record_refund(item jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   p_transaction_id text := item->>'transaction_id';

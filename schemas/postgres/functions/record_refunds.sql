@@ -14,12 +14,13 @@
 CREATE OR REPLACE FUNCTION record_refunds(items jsonb) RETURNS jsonb[] LANGUAGE plpgsql AS $$
 DECLARE
   answers jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(items)]);
-  -- The candidates, one element each, in the items' order.
+  -- The candidates, one element each, in the items' order; statuses: the sale's new status.
   sale_ids uuid[];
   positions int[];
   program_ids bigint[];
   reasons text[];
   refund_reasons text[];
+  statuses text[];
   taken refunds[];
   reversed commissions[];
   fees platform_fees[];
@@ -28,8 +29,9 @@ DECLARE
 BEGIN
   -- The candidates' sales and commissions, locked together (a sale without a commission is left).
   SELECT array_agg(c.id ORDER BY c.n), array_agg(c.n ORDER BY c.n), array_agg(c.program_id ORDER BY c.n),
-         array_agg(c.reason ORDER BY c.n), array_agg(c.refund_reason ORDER BY c.n)
-    INTO sale_ids, positions, program_ids, reasons, refund_reasons
+         array_agg(c.reason ORDER BY c.n), array_agg(c.refund_reason ORDER BY c.n),
+         array_agg(CASE c.reason WHEN 'refund' THEN 'refunded' ELSE 'chargeback' END ORDER BY c.n)
+    INTO sale_ids, positions, program_ids, reasons, refund_reasons, statuses
     FROM (SELECT s.id, s.program_id, i.n, i.x->>'reason' AS reason, i.x->>'refund_reason' AS refund_reason, cm.status
             FROM (SELECT DISTINCT ON (x->>'program_id', x->>'transaction_id') x, n::int AS n
                     FROM jsonb_array_elements(items) WITH ORDINALITY AS a (x, n)
@@ -51,8 +53,8 @@ BEGIN
   )
   SELECT array_agg(ROW(refund.*)::refunds ORDER BY p.k) INTO taken
     FROM refund JOIN unnest(sale_ids) WITH ORDINALITY AS p (sale_id, k) USING (sale_id);
-  UPDATE sale_events s SET status = CASE r.reason WHEN 'refund' THEN 'refunded' ELSE 'chargeback' END, updated_at = now()
-    FROM unnest(taken) r WHERE s.id = r.sale_id;
+  UPDATE sale_events s SET status = n.status, updated_at = now()
+    FROM unnest(sale_ids, statuses) AS n (sale_id, status) WHERE s.id = n.sale_id;
   WITH cm AS (
     UPDATE commissions c SET status = 'reversed', reversed_at = now()
      WHERE c.sale_id = ANY (sale_ids) AND c.status IN ('pending', 'held')
@@ -83,7 +85,7 @@ BEGIN
     FROM (
       SELECT r.ordinality, 1 AS step, 'sale.status_changed' AS event_type, r.sale_id, r.program_id, r.created_at AS occurred_at,
              jsonb_build_object('sale_id', r.sale_id, 'transaction_id', items->(positions[r.ordinality] - 1)->>'transaction_id',
-                                'program_id', r.program_id, 'status', CASE r.reason WHEN 'refund' THEN 'refunded' ELSE 'chargeback' END,
+                                'program_id', r.program_id, 'status', statuses[r.ordinality],
                                 'reason', r.reason, 'refund_id', r.id, 'changed_at', r.created_at) AS payload
         FROM unnest(taken) WITH ORDINALITY AS r
       UNION ALL
@@ -100,13 +102,14 @@ BEGIN
    ORDER BY ordinality, step;
 
   FOR answer IN
-    SELECT positions[r.ordinality] AS n, r.id, r.sale_id, r.reason, r.created_at, c.id IS NOT NULL AS commission_reversed
+    SELECT positions[r.ordinality] AS n, statuses[r.ordinality] AS status, r.id, r.sale_id, r.reason, r.created_at,
+           c.id IS NOT NULL AS commission_reversed
       FROM unnest(taken) WITH ORDINALITY AS r
       LEFT JOIN unnest(reversed) c ON c.sale_id = r.sale_id
   LOOP
     answers[answer.n] := jsonb_build_object('refund_id', answer.id, 'sale_id', answer.sale_id,
       'transaction_id', items->(answer.n - 1)->>'transaction_id', 'reason', answer.reason,
-      'sale_status', CASE answer.reason WHEN 'refund' THEN 'refunded' ELSE 'chargeback' END,
+      'sale_status', answer.status,
       'commission_reversed', answer.commission_reversed, 'created_at', answer.created_at, 'recorded', true);
   END LOOP;
   RETURN answers;
