@@ -4,9 +4,10 @@
 -- order: the function's result as {"ok": ...}, {"refused": reason, "hint": ...}, or
 -- {"failed": sqlstate, "message": ...}. A batch stays at 30 items or fewer: an item can take two
 -- subtransaction ids (a sale's commission has its own), and past 64 in one transaction every
--- other session's snapshots overflow to pg_subtrans. Refunds go through record_refunds first, which
--- writes the common ones for the whole batch at once (in a subtransaction of its own: if it fails,
--- every item is written alone); the items it leaves take the loop.
+-- other session's snapshots overflow to pg_subtrans. Sales go through record_sales first (repeat
+-- payments that earn nothing), refunds through record_refunds (those of a pending or held
+-- commission): each writes its common items for the whole batch at once, in a subtransaction of its
+-- own (if it fails, every item is written alone); the items it leaves take the loop.
 CREATE OR REPLACE FUNCTION record_batch(kind text, items jsonb, fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   item jsonb;
@@ -17,9 +18,9 @@ DECLARE
   detail text;
   hint text;
 BEGIN
-  IF kind = 'refund' THEN
+  IF kind IN ('sale', 'refund') THEN
     BEGIN
-      done := record_refunds(items);
+      done := CASE kind WHEN 'sale' THEN record_sales(items) ELSE record_refunds(items) END;
     EXCEPTION WHEN OTHERS THEN
       done := NULL;
     END;
