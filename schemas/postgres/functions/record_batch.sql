@@ -4,15 +4,17 @@
 -- order: the function's result as {"ok": ...}, {"refused": reason, "hint": ...}, or
 -- {"failed": sqlstate, "message": ...}. A batch stays at 30 items or fewer: an item can take two
 -- subtransaction ids (a sale's commission has its own), and past 64 in one transaction every
--- other session's snapshots overflow to pg_subtrans. Sales go through record_sales first (repeat
--- payments that earn nothing), refunds through record_refunds (those of a pending or held
--- commission): each writes its common items for the whole batch at once, in a subtransaction of its
--- own (if it fails, every item is written alone); the items it leaves take the loop.
+-- other session's snapshots overflow to pg_subtrans (the fast paths below add two). Sales go first
+-- through record_sales (repeat payments that earn nothing), then record_first_payments (a click's
+-- first payment), refunds through record_refunds (those of a pending or held commission): each
+-- writes its common items for the whole batch at once, in a subtransaction of its own (if it
+-- fails, its items are written alone); the items they leave take the loop.
 CREATE OR REPLACE FUNCTION record_batch(kind text, items jsonb, fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   item jsonb;
   n integer := 0;
   done jsonb[];
+  firsts jsonb[];
   results jsonb[] := '{}';
   message text;
   detail text;
@@ -24,6 +26,16 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
       done := NULL;
     END;
+  END IF;
+  IF kind = 'sale' THEN
+    BEGIN
+      firsts := record_first_payments(items, fee_bps);
+    EXCEPTION WHEN OTHERS THEN
+      firsts := NULL;
+    END;
+    FOR k IN 1 .. COALESCE(array_length(firsts, 1), 0) LOOP
+      done[k] := COALESCE(done[k], firsts[k]);
+    END LOOP;
   END IF;
   FOR item IN SELECT value FROM jsonb_array_elements(items) LOOP
     n := n + 1;

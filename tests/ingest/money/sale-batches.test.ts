@@ -1,9 +1,11 @@
 /**
- * Issue 34, point 8: /track/sale's batches write their repeat payments that earn nothing for the
- * whole batch at once (record_sales), and what they write is exactly what record_sale writes item by
- * item: the same answers, sales, commissions and events in the same order. Two programs get the same
- * cases; one is paid by one record_batch, the other by one record_sale call per item (PGlite and
- * Postgres).
+ * Issue 34, point 8: /track/sale's batches write their repeat payments that earn nothing
+ * (record_sales) and their clicks' first payments (record_first_payments) for the whole batch at
+ * once, and what they write is exactly what record_sale writes item by item: the same answers,
+ * sales, customers, commissions, fees, ledger entries and events in the same order. Two programs
+ * get the same cases; one is paid by one record_batch, the other by one record_sale call per item.
+ * Three kinds of program: the fraud rules on (every first payment held, as in bench:ingest), no
+ * rule and a hold (pending), no rule and no hold (approved). PGlite and Postgres.
  */
 import { describe, expect, it } from 'vitest';
 import { sql, type Database } from '../../../core/db.js';
@@ -11,19 +13,31 @@ import { databaseKinds } from '../../support/databases.js';
 import { moneyProgram, moneyTestApp, newClick, sale, type MoneyProgram } from '../../support/money.js';
 
 const FEE_BPS = 250;
-/** Every fraud rule on, as a new program has them (the tests' programs have them off). */
-const PROGRAM = { holdDays: 30, minimum: 100, settings: { fraud_rules: { self_referral: true, click_flood: true, fast_conversion: true, partner_ip: true } } };
+const EVERY_RULE = { self_referral: true, click_flood: true, fast_conversion: true, partner_ip: true };
+/** The kinds of program: every fraud rule on, as a new program has them (the tests' programs have them off); none, with and without a hold. */
+const PROGRAMS = [
+  { name: 'fraud rules on', held: true, program: { holdDays: 30, minimum: 100, settings: { fraud_rules: EVERY_RULE } } },
+  { name: 'a hold', held: false, program: { holdDays: 30, minimum: 100 } },
+  { name: 'no hold', held: false, program: { holdDays: 0, minimum: 100 } },
+];
 
 const q = {
   batch: sql('t.sale_batch', `SELECT record_batch('sale', $1::jsonb, ${FEE_BPS}) AS results`),
   one: sql('t.sale_one', `SELECT record_sale($1::jsonb, ${FEE_BPS}) AS result`),
-  fast: sql('t.sale_fast', `SELECT record_sales($1::jsonb) AS answers`),
+  repeats: sql('t.sale_repeats', `SELECT record_sales($1::jsonb) AS answers`),
+  firsts: sql('t.sale_firsts', `SELECT record_first_payments($1::jsonb, ${FEE_BPS}) AS answers`),
   clickOf: sql('t.sale_click_of', `SELECT c.click_id FROM sale_events s JOIN customers c ON c.id = s.customer_id WHERE s.id = $1`),
   written: sql(
     't.sale_written',
     `SELECT s.transaction_id, s.status, s.test, s.amount_cents, s.customer_id IS NOT NULL AS has_customer, s.occurred_at < now() - interval '1 day' AS backdated,
-            c.status AS commission_status, c.amount_cents AS commission_cents, f.amount_cents AS fee_cents
+            c.status AS commission_status, c.amount_cents AS commission_cents, c.hold_reasons IS NOT NULL AS hold_reasons,
+            extract(epoch FROM c.available_at - c.created_at)::int AS hold_seconds, f.amount_cents AS fee_cents,
+            cu.status AS customer_status, cu.customer_key, cu.first_purchase_date IS NOT NULL AS first_purchase,
+            (SELECT count(*)::int FROM customers o WHERE o.program_id = s.program_id AND o.id <= cu.id) AS customer_rank,
+            (SELECT COALESCE(jsonb_agg(jsonb_build_array(e.kind, e.amount_minor, e.cause LIKE 'sale:%') ORDER BY e.id), '[]')
+               FROM ledger_entries e WHERE e.commission_id = c.id) AS entries
        FROM sale_events s LEFT JOIN commissions c ON c.sale_id = s.id LEFT JOIN platform_fees f ON f.sale_id = s.id
+       LEFT JOIN customers cu ON cu.id = s.customer_id
       WHERE s.program_id = $1 ORDER BY replace(s.transaction_id, $2, '')`,
   ),
   events: sql('t.sale_events', `SELECT o.event_type, o.aggregate_key, o.test, o.payload FROM outbox o WHERE o.program_id = $1 AND o.id > $2 ORDER BY o.id`),
@@ -64,9 +78,11 @@ describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
 
   /**
    * One program's cases, in the order of the batch's items: three repeat payments of two converted
-   * customers (record_sales writes them), then record_sale's: a repeat of the first item's
-   * transaction_id, a transaction_id taken before, a new customer's first payment and its repeat, a
-   * test sale, an unknown click and a backdated repeat (before the program's terms began).
+   * customers (record_sales writes them) and two new clicks' first payments, one of no amount
+   * (record_first_payments writes them); then record_sale's: a repeat of the first item's
+   * transaction_id, a transaction_id taken before, a repeat of a first payment of this batch, a test
+   * sale, an unknown click, a backdated repeat (before the program's terms began), a first payment
+   * with a customer key and, after it, a payment of the same click without one.
    */
   async function cases(db: Database, p: MoneyProgram, prefix: string) {
     const first = await sale(money.app, p, 10_000);
@@ -74,7 +90,7 @@ describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
     const clickOf = async (saleId: string) => (await db.one<{ click_id: string }>(q.clickOf, [saleId]))!.click_id;
     const a = await clickOf(first.saleId);
     const b = await clickOf(second.saleId);
-    const fresh = await newClick(money.app, p);
+    const [fresh1, fresh2, fresh3] = [await newClick(money.app, p), await newClick(money.app, p), await newClick(money.app, p)];
     const item = (transactionId: string, clickId: string, more: Record<string, unknown> = {}) => ({
       program_id: p.programId, transaction_id: transactionId, amount_cents: 5_000, customer_key: null, click_id: clickId, currency: 'USD',
       occurred_at: null, provider: null, provider_payment_id: null, livemode: null, is_recurring: false, sale_type: null, subscription_id: null,
@@ -85,13 +101,16 @@ describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
       item(tx(1), a),
       item(tx(2), b, { amount_cents: 7_000, provider: 'stripe', provider_payment_id: `pi_${prefix}2`, livemode: false }),
       item(tx(3), a, { is_recurring: true, sale_type: 'renewal', subscription_id: `sub_${prefix}a` }),
+      item(tx(4), fresh1, { amount_cents: 12_345 }),
+      item(tx(5), fresh2, { amount_cents: 0 }),
       item(tx(1), b),
       item(first.transactionId, a),
-      item(tx(4), fresh),
-      item(tx(5), fresh),
-      item(tx(6), a, { test: true }),
-      item(tx(7), `${prefix}unknown-click`),
-      item(tx(8), a, { occurred_at: '2020-01-01T00:00:00Z' }),
+      item(tx(6), fresh1),
+      item(tx(7), a, { test: true }),
+      item(tx(8), `${prefix}unknown-click`),
+      item(tx(9), a, { occurred_at: '2020-01-01T00:00:00Z' }),
+      item(tx(10), fresh3, { customer_key: `${prefix}key` }),
+      item(tx(11), fresh3),
     ];
   }
 
@@ -103,10 +122,10 @@ describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
     };
   }
 
-  it('a batch writes and answers what record_sale writes and answers item by item', async () => {
+  it.each(PROGRAMS)('a batch writes and answers what record_sale writes and answers item by item ($name)', async ({ held, program }) => {
     const { db } = money;
-    const byBatch = await moneyProgram(money.app, db, PROGRAM);
-    const oneByOne = await moneyProgram(money.app, db, PROGRAM);
+    const byBatch = await moneyProgram(money.app, db, program);
+    const oneByOne = await moneyProgram(money.app, db, program);
     const batchItems = await cases(db, byBatch, `${byBatch.programId}-`);
     const oneItems = await cases(db, oneByOne, `${oneByOne.programId}-`);
     const since = Number((await db.one<{ id: string }>(q.lastEvent))!.id);
@@ -124,30 +143,40 @@ describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
     const a = normalizer(`${byBatch.programId}-`);
     const b = normalizer(`${oneByOne.programId}-`);
     expect(a(batchAnswers)).toEqual(b(oneAnswers));
-    // The cases are what they say: three repeats that earn nothing, two duplicates, a first payment
-    // with its commission, its repeat, a test sale, a refusal, a backdated repeat.
-    type Answer = { ok?: { converted: boolean; commission: object | null; sale: { test: boolean } }; refused?: string };
-    expect((batchAnswers as Answer[]).map((r) => r.refused ?? [r.ok!.converted, r.ok!.commission !== null, r.ok!.sale.test])).toEqual([
-      [false, false, false], [false, false, false], [false, false, false], 'duplicate_transaction', 'duplicate_transaction',
-      [true, true, false], [false, false, false], [false, false, true], 'customer_not_found', [false, false, false],
+    // The cases are what they say: three repeats that earn nothing, two first payments with their
+    // commissions, two duplicates, a repeat, a test sale, a refusal, a backdated repeat, a first
+    // payment with a key and its repeat.
+    type Answer = { ok?: { converted: boolean; commission: { status: string } | null; sale: { test: boolean } }; refused?: string };
+    const first = held ? 'held' : program.holdDays === 0 ? 'approved' : 'pending';
+    expect((batchAnswers as Answer[]).map((r) => r.refused ?? [r.ok!.converted, r.ok!.commission?.status ?? null, r.ok!.sale.test])).toEqual([
+      [false, null, false], [false, null, false], [false, null, false], [true, first, false], [true, first, false],
+      'duplicate_transaction', 'duplicate_transaction', [false, null, false], [false, null, true], 'customer_not_found',
+      [false, null, false], [true, first, false], [false, null, false],
     ]);
 
     const batchOutcome = await outcome(db, byBatch.programId, `${byBatch.programId}-`, since);
     const oneOutcome = await outcome(db, oneByOne.programId, `${oneByOne.programId}-`, since);
     expect(batchOutcome).toEqual(oneOutcome);
-    // sale.recorded for the seven sales and the test sale's log entry; the first payment's
-    // customer.changed, commission.created, commission.held (its click is seconds old),
-    // platform_fee.created and ledger_entry.recorded.
+    // sale.recorded for the ten sales and the test sale's log entry; each of the three first
+    // payments' customer.changed, commission.created, commission.held (with the rules on: its click
+    // is seconds old) and platform_fee.created; ledger_entry.recorded for the two with an amount.
+    const three = (type: string) => Array<string>(3).fill(type);
     expect((batchOutcome.events as { event_type: string }[]).map((e) => e.event_type).sort()).toEqual(
-      [...Array(7).fill('sale.recorded'), 'test_event.logged', 'customer.changed', 'commission.created', 'commission.held', 'platform_fee.created', 'ledger_entry.recorded'].sort(),
+      [
+        ...Array<string>(10).fill('sale.recorded'), 'test_event.logged', ...three('customer.changed'), ...three('commission.created'),
+        ...(held ? three('commission.held') : []), ...three('platform_fee.created'), 'ledger_entry.recorded', 'ledger_entry.recorded',
+      ].sort(),
     );
   });
 
-  it('record_sales takes the plain items and leaves the others', async () => {
+  it('record_sales and record_first_payments take their plain items and leave the others', async () => {
     const { db } = money;
-    const p = await moneyProgram(money.app, db, PROGRAM);
-    const items = await cases(db, p, `${p.programId}-`);
-    const answers = (await db.one<{ answers: (object | null)[] }>(q.fast, [JSON.stringify(items)]))!.answers;
-    expect(answers.map((x) => x !== null)).toEqual([true, true, true, false, false, false, false, false, false, false]);
+    const p = await moneyProgram(money.app, db, PROGRAMS[0]!.program);
+    const items = JSON.stringify(await cases(db, p, `${p.programId}-`));
+    const repeats = (await db.one<{ answers: (object | null)[] }>(q.repeats, [items]))!.answers;
+    const firsts = (await db.one<{ answers: (object | null)[] }>(q.firsts, [items]))!.answers;
+    const taken = (answers: (object | null)[]) => answers.map((x, i) => (x === null ? null : i + 1)).filter((i) => i !== null);
+    expect(taken(repeats)).toEqual([1, 2, 3]);
+    expect(taken(firsts)).toEqual([4, 5]);
   });
 });
