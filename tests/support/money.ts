@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll } from 'vitest';
-import { sql, type Database } from '../../core/db.js';
+import { sql, type Database, type NamedQuery } from '../../core/db.js';
 import { buildTestApp, createTestProgram, freshIp, type TestProgram } from './app.js';
 import { createTestDatabase, type DatabaseKind, type TestDatabase } from './databases.js';
 import { charge, checkoutSession, deliver, event, id } from './processor.js';
@@ -206,4 +206,73 @@ export async function everyMoneyEvent(app: FastifyInstance, db: Database) {
   // Issue 31: a sale a few milliseconds after its click, under fast_conversion: commission.held.
   await sale(app, await moneyProgram(app, db, { settings: { fraud_rules: { fast_conversion: true } } }), 10_000);
   return p;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TIME = /^\d{4}-\d\d-\d\dT/;
+
+/**
+ * For the tests that compare a batch's fast path with its one-by-one function (sale-batches,
+ * refund-batches): a value with what differs between two programs given the same cases replaced.
+ * Ids, clicks and `txn-money-` transaction ids by their order of first appearance; times; numeric
+ * ids, rule versions and a held payment's seconds after its click by their type; aggregate keys and
+ * causes by their kind and normalized id; the program's own prefix removed from other strings.
+ */
+export function normalizer(prefix: string) {
+  const ids = new Map<string, string>();
+  const walk = (v: unknown, key = ''): unknown => {
+    if (Array.isArray(v)) return v.map((x) => walk(x));
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
+    if (typeof v === 'number' && (key === 'id' || key.endsWith('_id') || key === 'rule_version' || key === 'seconds')) return 'number';
+    if (['program_id', 'partner_id', 'entry_id'].includes(key)) return typeof v;
+    if (typeof v !== 'string') return v;
+    if (key === 'aggregate_key' && /^\d+$/.test(v)) return 'number';
+    if (UUID.test(v) || v.startsWith('txn-money-')) {
+      if (!ids.has(v)) ids.set(v, `id${ids.size + 1}`);
+      return ids.get(v);
+    }
+    if (TIME.test(v)) return 'time';
+    const keyed = /^(sale|customer|partner|refund):(.+)$/.exec(v);
+    if (keyed) return `${keyed[1]}:${/^\d+$/.test(keyed[2]!) ? 'number' : walk(keyed[2])}`;
+    return v.replaceAll(prefix, '');
+  };
+  return walk;
+}
+
+/**
+ * The same cases two ways, for the tests of a batch's fast path: two programs made alike, each given
+ * the same cases; the first program's items in one call of `batch` ($1: the items; its row's
+ * `results`), the second's in one call of `one` per item ($1: the item; its row's `result`),
+ * answered as record_batch answers (`{ok}`, or `{refused, hint}` for a refusal raised). `since`:
+ * the last outbox id before either ran; `answers`: both answers, normalized (normalizer).
+ */
+export async function batchAndOneByOne(
+  app: FastifyInstance,
+  db: Database,
+  options: Parameters<typeof moneyProgram>[2],
+  cases: (p: MoneyProgram, prefix: string) => Promise<object[]>,
+  statements: { batch: NamedQuery; one: NamedQuery },
+) {
+  const byBatch = await moneyProgram(app, db, options);
+  const oneByOne = await moneyProgram(app, db, options);
+  const batchItems = await cases(byBatch, `${byBatch.programId}-`);
+  const oneItems = await cases(oneByOne, `${oneByOne.programId}-`);
+  const since = Number((await db.one<{ id: string }>(sql('t.money_last_event', 'SELECT COALESCE(max(id), 0) AS id FROM outbox')))!.id);
+  const batchAnswers = (await db.one<{ results: unknown[] }>(statements.batch, [JSON.stringify(batchItems)]))!.results;
+  const oneAnswers: unknown[] = [];
+  for (const item of oneItems) {
+    oneAnswers.push(
+      await db.one<{ result: unknown }>(statements.one, [JSON.stringify(item)]).then(
+        (row) => ({ ok: row!.result }),
+        (error: { detail?: string; hint?: string }) => ({ refused: error.detail, hint: error.hint || null }),
+      ),
+    );
+  }
+  return {
+    byBatch,
+    oneByOne,
+    since,
+    batchAnswers,
+    answers: { byBatch: normalizer(`${byBatch.programId}-`)(batchAnswers), oneByOne: normalizer(`${oneByOne.programId}-`)(oneAnswers) },
+  };
 }

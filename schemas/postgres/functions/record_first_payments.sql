@@ -16,9 +16,12 @@
 -- after the other. A statement that fails (a customer or transaction_id taken meanwhile, a deadlock,
 -- a value a column refuses) undoes this function's writes and the caller runs every item alone:
 -- record_sale's own commission_failed (the sale kept without its commission) is record_sale's.
+-- The payments are written after record_sales' and before the batch's other items, whatever their
+-- places in it: concurrent requests have no order, and being the first item for its click, no
+-- outcome here depends on another item of the batch. tests/ingest/money/sale-batches.test.ts keeps
+-- this and record_sale alike: a change to either must keep it green.
 CREATE OR REPLACE FUNCTION record_first_payments(items jsonb, fee_bps integer) RETURNS jsonb[] LANGUAGE plpgsql AS $$
 DECLARE
-  answers jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(items)]);
   -- The candidates, one element each, in the items' order.
   positions int[];
   picked jsonb[];
@@ -53,7 +56,7 @@ BEGIN
              AND (SELECT cu.id FROM customers cu WHERE cu.click_id = k.click_id) IS NULL
              AND (SELECT t.id FROM sale_events t WHERE t.transaction_id = i.x->>'transaction_id' AND NOT t.test) IS NULL) c;
   IF positions IS NULL THEN
-    RETURN answers;
+    RETURN batch_answers(NULL, NULL, jsonb_array_length(items));
   END IF;
 
   -- A new statement, so a new snapshot: a customer another call made from one of these clicks
@@ -142,10 +145,6 @@ BEGIN
                                       'converted', true, 'refusal', NULL) ORDER BY t.pos)
     INTO written
     FROM terms t JOIN s ON s.id = t.sale_id JOIN cm ON cm.sale_id = t.sale_id;
-
-  FOR g IN 1 .. array_length(written, 1) LOOP
-    answers[positions[g]] := written[g];
-  END LOOP;
-  RETURN answers;
+  RETURN batch_answers(written, positions, jsonb_array_length(items));
 END
 $$;

@@ -6,7 +6,10 @@
 -- (schemas/event-contract.ts; tests/schemas/event-contract.test.ts checks every stored payload's fields).
 --
 -- It runs as few statements as its rules allow: each statement a plpgsql function runs starts and
--- ends an executor, about a tenth of PostgreSQL's CPU per sale (perf, docs/performance.md).
+-- ends an executor, about a tenth of PostgreSQL's CPU per sale (perf, docs/performance.md). A
+-- batch's plain repeat payments and first payments are written together by record_sales and
+-- record_first_payments, which must write and answer what this function does:
+-- tests/ingest/money/sale-batches.test.ts compares them; a change here must keep it green.
 --
 -- item: the sale as domain/tracking/sales.ts sends it (saleItem), one JSON object.
 CREATE OR REPLACE FUNCTION record_sale(item jsonb, p_fee_bps integer) RETURNS jsonb LANGUAGE plpgsql AS $$

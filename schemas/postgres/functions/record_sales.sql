@@ -1,24 +1,25 @@
 -- The repeat payments of one batch (record_batch) in two statements for the whole batch, rather
 -- than record_sale's five and a subtransaction for each (docs/architecture.md, "Rules that exist
--- only for speed"; docs/performance.md, "Repeat payments by the batch"). It writes exactly what
+-- only for speed"; docs/performance.md, "Sales by the batch"). It writes exactly what
 -- record_sale would for the same item and answers the same; it takes only the items whose outcome
 -- is plain, and leaves the others (NULL in the answer) to record_sale, which the caller then runs:
 -- - a real sale (test false) with its transaction_id, the first item of the batch for it, and no
 --   real sale holding it yet (else record_sale refuses it as a duplicate);
 -- - no customer_key, promo code, processor promotion or customer id: the customer is the one the
 --   item's click created, in the item's program, converted already (a payment that converts, or
---   finds no customer, is record_sale's), with a partner and its partner-program record;
+--   finds no customer, is record_first_payments' or record_sale's), with a partner and its
+--   partner-program record;
 -- - the program's terms from its row (a partner in no group, the sale at or after the latest
 --   version's start: record_sale's own shortcut) and of a one-off type, so the payment earns no
 --   commission (a recurring type's renewal may earn one, with the fraud rules: record_sale's).
 -- Customers are locked as record_sale locks them, one item after the other; a statement that fails
 -- (a transaction_id taken meanwhile, a deadlock, a value a column refuses) undoes this function's
--- writes and the caller runs every item alone. The sales are written before
--- the items left to record_sale, whatever their places in the batch: concurrent requests have no
--- order, and no outcome here depends on another item of the batch.
+-- writes and the caller runs every item alone. The sales are written before the batch's other
+-- items, whatever their places in it: concurrent requests have no order, and no outcome here
+-- depends on another item of the batch. tests/ingest/money/sale-batches.test.ts keeps this and
+-- record_sale alike: a change to either must keep it green.
 CREATE OR REPLACE FUNCTION record_sales(items jsonb) RETURNS jsonb[] LANGUAGE plpgsql AS $$
 DECLARE
-  answers jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(items)]);
   -- The candidates, one element each, in the items' order.
   positions int[];
   picked jsonb[];
@@ -50,7 +51,7 @@ BEGIN
              AND p.commission_type NOT IN ('recurring_percent', 'recurring_fixed')
              AND (SELECT t.id FROM sale_events t WHERE t.transaction_id = i.x->>'transaction_id' AND NOT t.test) IS NULL) c;
   IF positions IS NULL THEN
-    RETURN answers;
+    RETURN batch_answers(NULL, NULL, jsonb_array_length(items));
   END IF;
 
   -- The sales' ids drawn here (as the column's default would) to keep each sale with its item.
@@ -74,10 +75,6 @@ BEGIN
                    ORDER BY u.k)
     INTO written
     FROM s JOIN unnest(sale_ids) WITH ORDINALITY AS u (id, k) ON u.id = s.id;
-
-  FOR g IN 1 .. array_length(written, 1) LOOP
-    answers[positions[g]] := written[g];
-  END LOOP;
-  RETURN answers;
+  RETURN batch_answers(written, positions, jsonb_array_length(items));
 END
 $$;

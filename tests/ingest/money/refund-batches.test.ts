@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { sql, type Database } from '../../../core/db.js';
 import { databaseKinds } from '../../support/databases.js';
-import { endHolds, moneyProgram, moneyTestApp, refund, sale, type MoneyProgram } from '../../support/money.js';
+import { batchAndOneByOne, endHolds, moneyProgram, moneyTestApp, normalizer, refund, sale, type MoneyProgram } from '../../support/money.js';
 
 const q = {
   batch: sql('t.refund_batch', `SELECT record_batch('refund', $1::jsonb, 0) AS results`),
@@ -30,33 +30,7 @@ const q = {
       WHERE o.program_id = $1 AND o.event_type IN ('sale.status_changed', 'commission.reversed', 'platform_fee.reversed', 'ledger_entry.recorded')
         AND o.id > $2 ORDER BY o.id`,
   ),
-  lastEvent: sql('t.refund_last_event', `SELECT COALESCE(max(id), 0) AS id FROM outbox`),
 };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TIME = /^\d{4}-\d\d-\d\dT/;
-
-/**
- * A value with what differs between the two programs replaced: ids and the sales' transaction ids by
- * their order of first appearance, times, the program's own numbers and the unknown id's prefix.
- */
-function normalizer(prefix: string) {
-  const ids = new Map<string, string>();
-  const walk = (v: unknown, key = ''): unknown => {
-    if (Array.isArray(v)) return v.map((x) => walk(x));
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
-    if (['program_id', 'partner_id', 'entry_id'].includes(key)) return typeof v;
-    if (typeof v !== 'string') return v;
-    if (UUID.test(v) || v.startsWith('txn-money-')) {
-      if (!ids.has(v)) ids.set(v, `id${ids.size + 1}`);
-      return ids.get(v);
-    }
-    if (TIME.test(v)) return 'time';
-    if (v.startsWith('refund:')) return walk(v.slice('refund:'.length));
-    return v.replaceAll(prefix, '');
-  };
-  return walk;
-}
 
 describe.each(databaseKinds())('refunds by the batch (%s)', (kind) => {
   const money = moneyTestApp(kind);
@@ -104,25 +78,10 @@ describe.each(databaseKinds())('refunds by the batch (%s)', (kind) => {
 
   it('a batch writes and answers what record_refund writes and answers item by item', async () => {
     const { db } = money;
-    const byBatch = await moneyProgram(money.app, db, { holdDays: 30, minimum: 100 });
-    const oneByOne = await moneyProgram(money.app, db, { holdDays: 30, minimum: 100 });
-    const batchItems = await cases(db, byBatch, `${byBatch.programId}-`);
-    const oneItems = await cases(db, oneByOne, `${oneByOne.programId}-`);
-    const since = Number((await db.one<{ id: string }>(q.lastEvent))!.id);
-
-    const batchAnswers = (await db.one<{ results: unknown[] }>(q.batch, [JSON.stringify(batchItems)]))!.results;
-    const oneAnswers: unknown[] = [];
-    for (const item of oneItems) {
-      oneAnswers.push(
-        await db.one<{ result: unknown }>(q.one, [JSON.stringify(item)]).then(
-          (row) => ({ ok: row!.result }),
-          (error: { detail?: string }) => ({ refused: error.detail, hint: null }),
-        ),
-      );
-    }
-    const a = normalizer(`${byBatch.programId}-`);
-    const b = normalizer(`${oneByOne.programId}-`);
-    expect(a(batchAnswers)).toEqual(b(oneAnswers));
+    const { byBatch, oneByOne, since, batchAnswers, answers } = await batchAndOneByOne(
+      money.app, db, { holdDays: 30, minimum: 100 }, (p, prefix) => cases(db, p, prefix), q,
+    );
+    expect(answers.byBatch).toEqual(answers.oneByOne);
     // The cases are what they say: four reversals (pending, held, a chargeback, approved), a clawback
     // of the paid one, two repeats, a refusal.
     expect((batchAnswers as { ok?: { recorded: boolean; commission_reversed: boolean } }[]).map((r) => r.ok && [r.ok.recorded, r.ok.commission_reversed])).toEqual([

@@ -10,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import { sql, type Database } from '../../../core/db.js';
 import { databaseKinds } from '../../support/databases.js';
-import { moneyProgram, moneyTestApp, newClick, sale, type MoneyProgram } from '../../support/money.js';
+import { batchAndOneByOne, moneyProgram, moneyTestApp, newClick, normalizer, sale, type MoneyProgram } from '../../support/money.js';
 
 const FEE_BPS = 250;
 const EVERY_RULE = { self_referral: true, click_flood: true, fast_conversion: true, partner_ip: true };
@@ -41,37 +41,7 @@ const q = {
       WHERE s.program_id = $1 ORDER BY replace(s.transaction_id, $2, '')`,
   ),
   events: sql('t.sale_events', `SELECT o.event_type, o.aggregate_key, o.test, o.payload FROM outbox o WHERE o.program_id = $1 AND o.id > $2 ORDER BY o.id`),
-  lastEvent: sql('t.sale_last_event', `SELECT COALESCE(max(id), 0) AS id FROM outbox`),
 };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TIME = /^\d{4}-\d\d-\d\dT/;
-
-/**
- * A value with what differs between the two programs replaced: ids, clicks and transaction ids by
- * their order of first appearance, times, the program's own numbers and prefix, and how many seconds
- * after its click a held payment came.
- */
-function normalizer(prefix: string) {
-  const ids = new Map<string, string>();
-  const named = (v: string) => {
-    if (!ids.has(v)) ids.set(v, `id${ids.size + 1}`);
-    return ids.get(v)!;
-  };
-  const walk = (v: unknown, key = ''): unknown => {
-    if (Array.isArray(v)) return v.map((x) => walk(x));
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
-    if (typeof v === 'number' && (key === 'id' || key.endsWith('_id') || key === 'rule_version' || key === 'seconds')) return 'number';
-    if (typeof v !== 'string') return v;
-    if (key === 'aggregate_key' && /^\d+$/.test(v)) return 'number';
-    if (UUID.test(v) || v.startsWith('txn-money-')) return named(v);
-    if (TIME.test(v)) return 'time';
-    const aggregate = /^(sale|customer|partner):(.+)$/.exec(v);
-    if (aggregate) return `${aggregate[1]}:${/^\d+$/.test(aggregate[2]!) ? 'number' : walk(aggregate[2])}`;
-    return v.replaceAll(prefix, '');
-  };
-  return walk;
-}
 
 describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
   const money = moneyTestApp(kind);
@@ -124,25 +94,8 @@ describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
 
   it.each(PROGRAMS)('a batch writes and answers what record_sale writes and answers item by item ($name)', async ({ held, program }) => {
     const { db } = money;
-    const byBatch = await moneyProgram(money.app, db, program);
-    const oneByOne = await moneyProgram(money.app, db, program);
-    const batchItems = await cases(db, byBatch, `${byBatch.programId}-`);
-    const oneItems = await cases(db, oneByOne, `${oneByOne.programId}-`);
-    const since = Number((await db.one<{ id: string }>(q.lastEvent))!.id);
-
-    const batchAnswers = (await db.one<{ results: unknown[] }>(q.batch, [JSON.stringify(batchItems)]))!.results;
-    const oneAnswers: unknown[] = [];
-    for (const item of oneItems) {
-      oneAnswers.push(
-        await db.one<{ result: unknown }>(q.one, [JSON.stringify(item)]).then(
-          (row) => ({ ok: row!.result }),
-          (error: { detail?: string; hint?: string }) => ({ refused: error.detail, hint: error.hint || null }),
-        ),
-      );
-    }
-    const a = normalizer(`${byBatch.programId}-`);
-    const b = normalizer(`${oneByOne.programId}-`);
-    expect(a(batchAnswers)).toEqual(b(oneAnswers));
+    const { byBatch, oneByOne, since, batchAnswers, answers } = await batchAndOneByOne(money.app, db, program, (p, prefix) => cases(db, p, prefix), q);
+    expect(answers.byBatch).toEqual(answers.oneByOne);
     // The cases are what they say: three repeats that earn nothing, two first payments with their
     // commissions, two duplicates, a repeat, a test sale, a refusal, a backdated repeat, a first
     // payment with a key and its repeat.
