@@ -27,6 +27,15 @@ const q = {
   repeats: sql('t.sale_repeats', `SELECT record_sales($1::jsonb) AS answers`),
   firsts: sql('t.sale_firsts', `SELECT record_first_payments($1::jsonb, ${FEE_BPS}) AS answers`),
   clickOf: sql('t.sale_click_of', `SELECT c.click_id FROM sale_events s JOIN customers c ON c.id = s.customer_id WHERE s.id = $1`),
+  waiting: sql(
+    't.sale_waiting',
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%record_batch%'`,
+  ),
+  counts: sql(
+    't.sale_counts',
+    `SELECT (SELECT count(*)::int FROM customers WHERE click_id = $2) AS customers, (SELECT count(*)::int FROM sale_events WHERE program_id = $1) AS sales,
+            (SELECT count(*)::int FROM commissions WHERE program_id = $1) AS commissions, (SELECT count(*)::int FROM ledger_entries WHERE program_id = $1) AS entries`,
+  ),
   written: sql(
     't.sale_written',
     `SELECT s.transaction_id, s.status, s.test, s.amount_cents, s.customer_id IS NOT NULL AS has_customer, s.occurred_at < now() - interval '1 day' AS backdated,
@@ -131,5 +140,31 @@ describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
     const taken = (answers: (object | null)[]) => answers.map((x, i) => (x === null ? null : i + 1)).filter((i) => i !== null);
     expect(taken(repeats)).toEqual([1, 2, 3]);
     expect(taken(firsts)).toEqual([4, 5]);
+  });
+
+  // Postgres only: PGlite has one connection, so two batches never overlap there.
+  it.runIf(kind === 'postgres')('two batches paying one new click at once make one customer and one commission', async () => {
+    const { db } = money;
+    const p = await moneyProgram(money.app, db, PROGRAMS[1]!.program);
+    const click = await newClick(money.app, p);
+    const item = (n: number) => ({
+      program_id: p.programId, transaction_id: `txn-money-race-${p.programId}-${n}`, amount_cents: 5_000, customer_key: null, click_id: click,
+      currency: 'USD', occurred_at: null, provider: null, provider_payment_id: null, livemode: null, is_recurring: false, sale_type: null,
+      subscription_id: null, test: false,
+    });
+    type Results = { results: { ok: { converted: boolean; commission: object | null } }[] };
+    let second: Promise<Results | undefined> | undefined;
+    // The first batch holds the click's lock until the second waits for it, then commits.
+    const first = await db.transaction(async (tx) => {
+      const answer = await tx.one<Results>(q.batch, [JSON.stringify([item(1)])]);
+      second = db.one<Results>(q.batch, [JSON.stringify([item(2)])]);
+      for (let i = 0; i < 100 && (await db.one<{ n: number }>(q.waiting))!.n === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect((await db.one<{ n: number }>(q.waiting))!.n).toBe(1);
+      return answer;
+    });
+    const other = await second!;
+    expect([first!.results[0]!.ok.converted, first!.results[0]!.ok.commission !== null]).toEqual([true, true]);
+    expect([other!.results[0]!.ok.converted, other!.results[0]!.ok.commission]).toEqual([false, null]);
+    expect(await db.one(q.counts, [p.programId, click])).toEqual({ customers: 1, sales: 2, commissions: 1, entries: 1 });
   });
 });
