@@ -23,14 +23,14 @@ DECLARE
   -- The candidates, one element each, in the items' order.
   positions int[];
   picked jsonb[];
+  transaction_ids text[];
   customer_ids bigint[];
   partner_ids bigint[];
-  sale_ids uuid[];
   written jsonb[];
 BEGIN
-  SELECT array_agg(c.n ORDER BY c.n), array_agg(c.x ORDER BY c.n), array_agg(c.customer_id ORDER BY c.n),
-         array_agg(c.partner_id ORDER BY c.n)
-    INTO positions, picked, customer_ids, partner_ids
+  SELECT array_agg(c.n ORDER BY c.n), array_agg(c.x ORDER BY c.n), array_agg(c.x->>'transaction_id' ORDER BY c.n),
+         array_agg(c.customer_id ORDER BY c.n), array_agg(c.partner_id ORDER BY c.n)
+    INTO positions, picked, transaction_ids, customer_ids, partner_ids
     FROM (SELECT i.n, i.x, cu.id AS customer_id, cu.partner_id
             FROM (SELECT DISTINCT ON (x->>'transaction_id') x, n::int AS n
                     FROM jsonb_array_elements(items) WITH ORDINALITY AS a (x, n)
@@ -54,27 +54,26 @@ BEGIN
     RETURN batch_answers(NULL, NULL, jsonb_array_length(items));
   END IF;
 
-  -- The sales' ids drawn here (as the column's default would) to keep each sale with its item.
-  sale_ids := ARRAY(SELECT gen_random_uuid() FROM generate_series(1, array_length(positions, 1)));
+  -- Each sale is kept with its item by its transaction_id, which only that item has.
   WITH s AS (
-    INSERT INTO sale_events (id, program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at,
+    INSERT INTO sale_events (program_id, customer_id, partner_id, transaction_id, amount_cents, currency, occurred_at,
                              provider, provider_payment_id, livemode, is_recurring, sale_type, subscription_id, test)
-    SELECT u.id, (u.x->>'program_id')::bigint, u.customer_id, u.partner_id, u.x->>'transaction_id', (u.x->>'amount_cents')::bigint,
+    SELECT (u.x->>'program_id')::bigint, u.customer_id, u.partner_id, u.x->>'transaction_id', (u.x->>'amount_cents')::bigint,
            u.x->>'currency', COALESCE((u.x->>'occurred_at')::timestamptz, now()), u.x->>'provider', u.x->>'provider_payment_id',
            (u.x->>'livemode')::boolean, (u.x->>'is_recurring')::boolean, u.x->>'sale_type', u.x->>'subscription_id', false
-      FROM unnest(sale_ids, picked, customer_ids, partner_ids) WITH ORDINALITY AS u (id, x, customer_id, partner_id, k)
+      FROM unnest(picked, customer_ids, partner_ids) WITH ORDINALITY AS u (x, customer_id, partner_id, k)
      ORDER BY u.k
     RETURNING *
   ), event AS (
     INSERT INTO outbox (event_type, aggregate_key, program_id, test, occurred_at, payload)
     SELECT 'sale.recorded', 'sale:' || s.id, s.program_id, false, s.occurred_at, sale_recorded_event(ROW(s.*)::sale_events)
-      FROM s JOIN unnest(sale_ids) WITH ORDINALITY AS u (id, k) ON u.id = s.id
+      FROM s JOIN unnest(transaction_ids) WITH ORDINALITY AS u (transaction_id, k) USING (transaction_id)
      ORDER BY u.k
   )
   SELECT array_agg(jsonb_build_object('sale', to_jsonb(ROW(s.*)::sale_events), 'commission', NULL, 'converted', false, 'refusal', NULL)
                    ORDER BY u.k)
     INTO written
-    FROM s JOIN unnest(sale_ids) WITH ORDINALITY AS u (id, k) ON u.id = s.id;
+    FROM s JOIN unnest(transaction_ids) WITH ORDINALITY AS u (transaction_id, k) USING (transaction_id);
   RETURN batch_answers(written, positions, jsonb_array_length(items));
 END
 $$;

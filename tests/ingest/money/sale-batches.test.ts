@@ -52,7 +52,7 @@ const q = {
   events: sql('t.sale_events', `SELECT o.event_type, o.aggregate_key, o.test, o.payload FROM outbox o WHERE o.program_id = $1 AND o.id > $2 ORDER BY o.id`),
 };
 
-describe.each(databaseKinds())('repeat payments by the batch (%s)', (kind) => {
+describe.each(databaseKinds())('sales by the batch (%s)', (kind) => {
   const money = moneyTestApp(kind);
 
   /**
